@@ -1,0 +1,41 @@
+#pragma once
+// Aggregators (layer 5): collectives that sum the workers' sparse selections, written only against
+// the Transport interface. The result is the SUM over workers (the optimizer divides by P), and
+// every aggregator reports exactly which local entries are inside it, so that error feedback keeps
+// the rest (DESIGN.md, "exact residual accounting").
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparsgd/core/sparse_vector.hpp"
+#include "sparsgd/transport/transport.hpp"
+
+namespace sparsgd::collectives {
+
+struct Aggregation {
+  bool dense = false;
+  SparseVector sum;                    // sparse methods: the global sum, ascending, equal on every rank
+  std::vector<float> dense_sum;        // the dense method: n floats, equal on every rank
+  std::vector<std::uint8_t> consumed;  // one flag per local entry: 1 if its value is inside the sum
+};
+
+class Aggregator {
+ public:
+  virtual ~Aggregator() = default;
+  virtual std::string name() const = 0;
+  // Identifies the algorithm on the wire, so that ranks running different ones fail clearly.
+  virtual std::uint32_t wire_id() const = 0;
+  // `local`: this worker's selection (ascending indices, local.dim = n, equal n on all ranks);
+  // k: the per-worker target (equal on all ranks). Collective: every rank must call it.
+  virtual void aggregate(transport::Transport& transport, const SparseVector& local, std::size_t k,
+                         Aggregation& out) = 0;
+};
+
+// dense, allgather, gtopk, gtopk-rd, randk-shared. Throws InvalidArgument for other names.
+std::unique_ptr<Aggregator> make_aggregator(const std::string& name);
+const std::vector<std::string>& aggregator_names();
+
+}  // namespace sparsgd::collectives

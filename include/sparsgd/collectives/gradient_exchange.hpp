@@ -1,0 +1,62 @@
+#pragma once
+// One worker's whole exchange step: error feedback, compression, aggregation, and the residual
+// update from exactly what the aggregation consumed. What the trainer and the benchmarks call.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/compress/compressor.hpp"
+#include "sparsgd/compress/error_feedback.hpp"
+#include "sparsgd/transport/transport.hpp"
+
+namespace sparsgd::collectives {
+
+struct ExchangeConfig {
+  compress::CompressorConfig compressor;
+  std::string aggregator = "gtopk";
+  double density = 0.001;
+};
+
+struct ExchangeTimes {
+  double compress_seconds = 0.0;   // accumulate + select (wall clock)
+  double aggregate_seconds = 0.0;  // the collective (wall clock)
+  double compress_cpu_seconds = 0.0;  // accumulate + select, thread CPU time
+  double aggregate_cpu_seconds = 0.0;  // merges, encoding, validation inside the collective
+  double feedback_cpu_seconds = 0.0;  // residual update after aggregation, thread CPU time
+};
+
+class GradientExchange {
+ public:
+  // Throws InvalidArgument for unknown names, a bad density, or an n that does not fit.
+  GradientExchange(transport::Transport& transport, std::size_t n, const ExchangeConfig& config);
+
+  // Collective. Returns the SUM over workers (sparse, or dense for the dense aggregator); valid
+  // until the next call.
+  const Aggregation& exchange(std::span<const float> gradient, std::uint64_t iteration);
+
+  std::size_t n() const { return feedback_.size(); }
+  std::size_t k() const { return k_; }
+  // Changes the density from the next exchange on (density warm-up).
+  void set_density(double density);
+  const SparseVector& last_selection() const { return selection_; }
+  const ExchangeTimes& last_times() const { return times_; }
+  compress::ErrorFeedback& feedback() { return feedback_; }
+  const compress::Compressor& compressor() const { return *compressor_; }
+  const Aggregator& aggregator() const { return *aggregator_; }
+
+ private:
+  transport::Transport& transport_;
+  std::unique_ptr<compress::Compressor> compressor_;
+  std::unique_ptr<Aggregator> aggregator_;
+  compress::ErrorFeedback feedback_;
+  std::size_t k_;
+  SparseVector selection_;
+  Aggregation result_;
+  ExchangeTimes times_;
+};
+
+}  // namespace sparsgd::collectives

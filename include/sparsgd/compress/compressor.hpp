@@ -1,0 +1,53 @@
+#pragma once
+// Compressors: the local selection one worker makes from its accumulated gradient (DESIGN.md).
+// topk, randk, rtopk, gaussiank, dgc, and none (the dense S-SGD baseline).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sparsgd/core/sparse_vector.hpp"
+
+namespace sparsgd::compress {
+
+// What a compressor may depend on besides the data: random compressors draw from
+// (seed, iteration) and, unless they share the seed, the worker's rank.
+struct CompressContext {
+  std::uint64_t iteration = 0;
+  int rank = 0;
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  virtual std::string name() const = 0;
+  // True for "none": the aggregator should exchange all n values densely.
+  virtual bool dense() const { return false; }
+  // True when every worker picks the same indices in the same iteration (randk with a shared
+  // seed), so that values can be summed with a plain allreduce of k floats.
+  virtual bool shared_indices() const { return false; }
+  // Selects entries of acc into out (out.dim = acc.size(), ascending indices). k is the target
+  // count: exact for topk, randk, rtopk and none (which selects all n); within
+  // [ceil(0.8k), floor(1.25k)] for gaussiank and dgc (select/threshold.hpp). Throws InvalidArgument
+  // on a bad k and InvalidData if acc holds NaN or Inf.
+  virtual void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
+                        SparseVector& out) = 0;
+};
+
+struct CompressorConfig {
+  std::string name = "topk";
+  double r_factor = 4.0;      // rtopk: r = ceil(r_factor * k)
+  std::uint64_t seed = 0;     // randk, rtopk
+  bool shared_seed = false;   // randk: the same indices on every worker
+};
+
+// Throws InvalidArgument for an unknown name or a bad option (r_factor < 1 or not finite).
+std::unique_ptr<Compressor> make_compressor(const CompressorConfig& config);
+
+// The names make_compressor accepts.
+const std::vector<std::string>& compressor_names();
+
+}  // namespace sparsgd::compress

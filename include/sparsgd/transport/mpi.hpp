@@ -1,0 +1,57 @@
+#pragma once
+// The MPI transport (Open MPI; MPICH works too): one worker per rank, for clusters. It can use
+// MPI_COMM_WORLD or a communicator a C++ user hands it (it works on a duplicate, so its messages
+// never mix with the user's). Every wait polls with a deadline, so a silent peer is a
+// TransportError naming it, never a hang.
+
+#include <mpi.h>
+
+#include <string>
+
+#include "sparsgd/transport/transport.hpp"
+
+namespace sparsgd::transport {
+
+// Initializes MPI (if nobody has) for the lifetime of the object and finalizes it at the end.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+ private:
+  bool owns_ = false;
+};
+
+// True when this process was started by mpirun/mpiexec (Open MPI, MPICH or a PMIx launcher).
+bool launched_by_mpirun();
+
+class MpiTransport final : public Transport {
+ public:
+  explicit MpiTransport(MPI_Comm comm = MPI_COMM_WORLD);
+  ~MpiTransport() override;
+  MpiTransport(const MpiTransport&) = delete;
+  MpiTransport& operator=(const MpiTransport&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void barrier() override;
+  // MPI has no way to tell the others and carry on: this ends the whole job (MPI_Abort).
+  void abort(const std::string& reason) noexcept override;
+  bool native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) override;
+
+ protected:
+  void do_send(int peer, int tag, std::span<const std::byte> data) override;
+  std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) override;
+  std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
+                          std::vector<std::byte>& buffer, std::size_t max_bytes) override;
+
+ private:
+  void wait(MPI_Request& request, const std::string& what);
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace sparsgd::transport

@@ -1,0 +1,98 @@
+#pragma once
+// The narrow interface every collective is written against (layer 4 of DESIGN.md): rank, size,
+// point-to-point messages of bytes with a tag, barrier, and traffic counters.
+//
+// Matching: recv(peer, tag) takes the oldest unreceived message that `peer` sent to this rank with
+// `tag`. Sends may be buffered; pairwise exchanges must use sendrecv so that transports with
+// rendezvous sends (MPI for large messages) cannot deadlock.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd::transport {
+
+// A communication failure: a timeout (naming the peer), a peer that failed or vanished, a message
+// that does not fit what the receiver expects.
+class TransportError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct TrafficCounters {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
+};
+
+inline constexpr std::chrono::milliseconds kDefaultTimeout{60'000};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  void send(int peer, int tag, std::span<const std::byte> data);
+  // Receives into `buffer` (resized to the message); returns its length. Throws TransportError
+  // if it takes longer than timeout(), if the message is longer than max_bytes, or if a peer failed.
+  std::size_t recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes);
+  // Sends to send_peer and receives from recv_peer concurrently.
+  std::size_t sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
+                       std::vector<std::byte>& buffer, std::size_t max_bytes);
+  virtual void barrier() = 0;
+
+  const TrafficCounters& counters() const { return counters_; }
+  void reset_counters() { counters_ = {}; }
+
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Sums `values` over all ranks with the transport's own collective if it has one (MPI_Allreduce),
+  // after checking that `must_agree` is equal on every rank (throwing on every rank if not).
+  // Returns false, doing nothing, if there is none: the caller then uses point-to-point messages.
+  virtual bool native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {
+    (void)values;
+    (void)must_agree;
+    return false;
+  }
+
+  // Tells the other workers that this one failed, so that their waits end at once with `reason`
+  // instead of a timeout. Best effort; never throws.
+  virtual void abort(const std::string& reason) noexcept = 0;
+
+ protected:
+  virtual void do_send(int peer, int tag, std::span<const std::byte> data) = 0;
+  virtual std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) = 0;
+  // Default: send (buffered) then receive. Rendezvous transports override it.
+  virtual std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
+                                  int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes);
+  void check_peer(int peer, const char* what) const;
+  // For transports whose collectives bypass send/recv: count what a ring would have sent.
+  void count_traffic(std::uint64_t bytes_sent, std::uint64_t messages_sent, std::uint64_t bytes_received,
+                     std::uint64_t messages_received) {
+    counters_.bytes_sent += bytes_sent;
+    counters_.messages_sent += messages_sent;
+    counters_.bytes_received += bytes_received;
+    counters_.messages_received += messages_received;
+  }
+
+ private:
+  TrafficCounters counters_;
+  std::chrono::milliseconds timeout_ = kDefaultTimeout;
+};
+
+// Typed helpers over bytes.
+template <typename T>
+std::span<const std::byte> as_bytes_of(std::span<const T> values) {
+  return std::as_bytes(values);
+}
+
+}  // namespace sparsgd::transport

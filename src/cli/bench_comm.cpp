@@ -1,0 +1,499 @@
+// `sparsgd bench comm`: compression + aggregation + error feedback on P workers (threads over the
+// local transport, or MPI ranks), timed, accounted in bytes, run on a simulated network if asked,
+// and checked against the serial reference of the same semantics.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/validators.hpp"
+#include "sparsgd/collectives/gradient_exchange.hpp"
+#include "sparsgd/collectives/reference.hpp"
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/synthetic.hpp"
+#include "sparsgd/sim/cost_model.hpp"
+#include "sparsgd/transport/local.hpp"
+#include "sparsgd/transport/network_model.hpp"
+#ifdef SPARSGD_HAVE_MPI
+#include "sparsgd/transport/mpi.hpp"
+#endif
+
+namespace sparsgd::cli {
+namespace {
+
+struct CommOptions {
+  std::string transport = "local";
+  int workers = 4;
+  std::size_t n = 1'000'000;
+  double density = 0.001;
+  std::string compressor = "topk";
+  std::string aggregator = "gtopk";
+  std::string network = "none";
+  double r_factor = 4.0;
+  int iters = 5;
+  std::uint64_t seed = 1;
+  int timeout_ms = 60'000;
+  bool verify = true;
+  bool json = false;
+};
+
+// What one worker measured and produced.
+struct WorkerRecord {
+  // Per iteration; the sim_* times are on the virtual clock, relative to the iteration's start
+  // (the moment the slowest worker had its gradient).
+  std::vector<double> wall_ms;
+  std::vector<double> sim_ms;          // done, residual updated
+  std::vector<double> sim_ready_ms;    // selection ready, aggregation starts
+  std::vector<double> sim_summed_ms;   // aggregation done
+  std::vector<std::vector<std::uint8_t>> consumed;    // per iteration
+  std::vector<collectives::Aggregation> results;      // per iteration (kept for verification)
+  transport::TrafficCounters counters;
+  std::vector<float> residual;                        // after the last iteration
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// Max of one double over all ranks, through rank 0 (only for clock alignment and reports).
+double max_over_ranks(transport::Transport& t, double value, int tag) {
+  std::vector<std::byte> buffer;
+  if (t.rank() == 0) {
+    for (int r = 1; r < t.size(); ++r) {
+      double v = 0.0;
+      if (t.recv(r, tag, buffer, sizeof v) != sizeof v) throw transport::TransportError("bad clock message");
+      std::memcpy(&v, buffer.data(), sizeof v);
+      value = std::max(value, v);
+    }
+    for (int r = 1; r < t.size(); ++r) t.send(r, tag + 1, std::as_bytes(std::span(&value, 1)));
+  } else {
+    t.send(0, tag, std::as_bytes(std::span(&value, 1)));
+    if (t.recv(0, tag + 1, buffer, sizeof value) != sizeof value) throw transport::TransportError("bad clock message");
+    std::memcpy(&value, buffer.data(), sizeof value);
+  }
+  return value;
+}
+
+collectives::ExchangeConfig exchange_config(const CommOptions& o) {
+  collectives::ExchangeConfig config;
+  config.compressor.name = o.compressor;
+  config.compressor.r_factor = o.r_factor;
+  config.compressor.seed = o.seed;
+  config.compressor.shared_seed = o.aggregator == "randk-shared";
+  config.aggregator = o.aggregator;
+  config.density = o.density;
+  return config;
+}
+
+void run_worker(const CommOptions& o, const transport::NetworkSpec& network, transport::Transport& base,
+                WorkerRecord& record) {
+  std::optional<transport::SimulatedNetwork> simulated;
+  if (network.enabled()) simulated.emplace(base, network);
+  transport::Transport& comm = simulated ? static_cast<transport::Transport&>(*simulated) : base;
+  collectives::GradientExchange exchange(comm, o.n, exchange_config(o));
+  std::vector<float> gradient(o.n);
+  for (int it = 0; it < o.iters; ++it) {
+    fill_gradient(gradient, o.seed, base.rank(), static_cast<std::uint64_t>(it));
+    base.barrier();
+    double sim_start = 0.0;
+    if (simulated) {
+      // Every iteration starts when the slowest worker is ready, as in synchronous SGD.
+      simulated->now();
+      simulated->set_clock(max_over_ranks(base, simulated->now(), 900));
+      sim_start = simulated->now();
+    }
+    const auto wall_start = std::chrono::steady_clock::now();
+    const collectives::Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
+    const auto wall_end = std::chrono::steady_clock::now();
+    record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
+    if (simulated) {
+      const double sim_end = simulated->now();
+      // The compute before the aggregation (compression) and after it (the residual update) is
+      // charged on the clock as measured CPU time, so the aggregation's start and end are exact.
+      const auto& times = exchange.last_times();
+      record.sim_ms.push_back(1e3 * (sim_end - sim_start));
+      record.sim_ready_ms.push_back(1e3 * times.compress_cpu_seconds);
+      record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start - times.feedback_cpu_seconds));
+    }
+    record.consumed.push_back(result.consumed);
+    if (o.verify) record.results.push_back(result);
+  }
+  record.counters = comm.counters();
+  if (o.verify) {
+    const auto residual = exchange.feedback().residual();
+    record.residual.assign(residual.begin(), residual.end());
+  }
+}
+
+bool same_sum(const collectives::Aggregation& got, const collectives::ReferenceAggregation& want, bool exact) {
+  auto close = [exact](float a, float b) {
+    return exact ? a == b : std::fabs(a - b) <= 1e-5f * std::max({1.0f, std::fabs(a), std::fabs(b)});
+  };
+  if (got.dense != want.dense) return false;
+  if (got.dense) {
+    if (got.dense_sum.size() != want.dense_sum.size()) return false;
+    for (std::size_t i = 0; i < got.dense_sum.size(); ++i) {
+      if (!close(got.dense_sum[i], want.dense_sum[i])) return false;
+    }
+    return true;
+  }
+  if (got.sum.indices != want.sum.indices) return false;
+  for (std::size_t i = 0; i < got.sum.size(); ++i) {
+    if (!close(got.sum.values[i], want.sum.values[i])) return false;
+  }
+  return true;
+}
+
+struct Verification {
+  bool matches = true;
+  double conservation_rel_error = 0.0;
+  std::string first_mismatch;
+};
+
+// Replays all P workers serially with the reference semantics and compares the workers in
+// `checked` (all of them in-process; its own rank under MPI). Conservation, at the last
+// iteration: sum_w acc_w == aggregated + sum_w residual_w, measured on the distributed results
+// (`conservation` accumulates sum_w (acc_w - residual_w) - aggregated for the checked workers).
+Verification verify(const CommOptions& o, int workers, const std::vector<std::pair<int, const WorkerRecord*>>& checked,
+                    std::vector<double>& consumed_sum) {
+  Verification v;
+  const std::size_t k = k_from_density(o.n, o.density);
+  const bool exact = o.aggregator != "dense" && o.aggregator != "randk-shared";
+  const collectives::ExchangeConfig config = exchange_config(o);
+  std::vector<std::unique_ptr<compress::Compressor>> compressors;
+  std::vector<std::vector<float>> residual(static_cast<std::size_t>(workers), std::vector<float>(o.n, 0.0f));
+  std::vector<float> acc(o.n);
+  for (int w = 0; w < workers; ++w) compressors.push_back(compress::make_compressor(config.compressor));
+  std::vector<SparseVector> selections(static_cast<std::size_t>(workers));
+  auto mismatch = [&v](const std::string& what) {
+    if (v.matches) v.first_mismatch = what;
+    v.matches = false;
+  };
+  consumed_sum.assign(o.n, 0.0);
+  for (int it = 0; it < o.iters; ++it) {
+    const bool last = it + 1 == o.iters;
+    for (int w = 0; w < workers; ++w) {
+      auto& res = residual[static_cast<std::size_t>(w)];
+      fill_gradient(acc, o.seed, w, static_cast<std::uint64_t>(it));
+      for (std::size_t i = 0; i < o.n; ++i) res[i] += acc[i];  // res now holds acc
+      compressors[static_cast<std::size_t>(w)]->compress(res, k, {static_cast<std::uint64_t>(it), w},
+                                                        selections[static_cast<std::size_t>(w)]);
+    }
+    const collectives::ReferenceAggregation want = collectives::reference_aggregate(o.aggregator, selections, k);
+    for (const auto& [w, record] : checked) {
+      const auto iw = static_cast<std::size_t>(w);
+      const auto& got = record->results[static_cast<std::size_t>(it)];
+      if (!same_sum(got, want, exact)) mismatch(fmt::format("worker {} iteration {}: aggregated sum differs", w, it));
+      if (record->consumed[static_cast<std::size_t>(it)] != want.consumed[iw]) {
+        mismatch(fmt::format("worker {} iteration {}: consumed entries differ", w, it));
+      }
+      if (last) {
+        // The distributed acc equals the reference acc when everything above matched.
+        for (std::size_t i = 0; i < o.n; ++i) consumed_sum[i] += static_cast<double>(residual[iw][i]) - record->residual[i];
+      }
+    }
+    for (int w = 0; w < workers; ++w) {
+      const auto iw = static_cast<std::size_t>(w);
+      for (std::size_t e = 0; e < selections[iw].size(); ++e) {
+        if (want.consumed[iw][e]) residual[iw][selections[iw].indices[e]] = 0.0f;
+      }
+    }
+    if (last) {
+      for (const auto& [w, record] : checked) {
+        if (residual[static_cast<std::size_t>(w)] != record->residual) {
+          mismatch(fmt::format("worker {}: final residual differs", w));
+        }
+      }
+    }
+  }
+  return v;
+}
+
+// || consumed_sum - aggregated || / || aggregated ||, in double.
+double conservation_error(const std::vector<double>& consumed_sum, const collectives::Aggregation& aggregated) {
+  std::vector<double> agg(consumed_sum.size(), 0.0);
+  if (aggregated.dense) {
+    for (std::size_t i = 0; i < agg.size(); ++i) agg[i] = aggregated.dense_sum[i];
+  } else {
+    for (std::size_t e = 0; e < aggregated.sum.size(); ++e) agg[aggregated.sum.indices[e]] = aggregated.sum.values[e];
+  }
+  double diff = 0.0, norm = 0.0;
+  for (std::size_t i = 0; i < agg.size(); ++i) {
+    diff += (consumed_sum[i] - agg[i]) * (consumed_sum[i] - agg[i]);
+    norm += agg[i] * agg[i];
+  }
+  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+struct Report {
+  std::vector<std::vector<double>> wall_ms, sim_ms, sim_ready_ms, sim_summed_ms;  // [worker][iteration]
+  std::vector<transport::TrafficCounters> counters;
+  bool matches = true;
+  double conservation_rel_error = 0.0;
+  std::string first_mismatch;
+};
+
+// Per iteration, the slowest worker's value.
+std::vector<double> max_per_iteration(const std::vector<std::vector<double>>& per_worker) {
+  if (per_worker.empty()) return {};
+  std::vector<double> per_iteration(per_worker.front().size(), 0.0);
+  for (const auto& w : per_worker) {
+    for (std::size_t i = 0; i < w.size() && i < per_iteration.size(); ++i) per_iteration[i] = std::max(per_iteration[i], w[i]);
+  }
+  return per_iteration;
+}
+
+double median_of_max(const std::vector<std::vector<double>>& per_worker) { return median(max_per_iteration(per_worker)); }
+
+// The aggregation of a synchronous step: from the moment the last worker has its selection until
+// the last worker holds the sum. (A worker that is ready early waits for the others; that wait is
+// load imbalance of the compression, not communication.)
+double median_aggregation_ms(const Report& r) {
+  const auto ready = max_per_iteration(r.sim_ready_ms);
+  const auto summed = max_per_iteration(r.sim_summed_ms);
+  std::vector<double> span(ready.size());
+  for (std::size_t i = 0; i < span.size(); ++i) span[i] = summed[i] - ready[i];
+  return median(span);
+}
+
+void print_report(const CommOptions& o, int workers, const transport::NetworkSpec& network, const Report& r) {
+  const std::size_t k = k_from_density(o.n, o.density);
+  double max_bytes = 0.0, sum_bytes = 0.0, max_messages = 0.0;
+  for (const auto& c : r.counters) {
+    const double bytes = static_cast<double>(c.bytes_sent) / o.iters;
+    max_bytes = std::max(max_bytes, bytes);
+    sum_bytes += bytes;
+    max_messages = std::max(max_messages, static_cast<double>(c.messages_sent) / o.iters);
+  }
+  const double mean_bytes = sum_bytes / static_cast<double>(workers);
+  const double median_ms = median_of_max(r.wall_ms);
+  nlohmann::json sim_ms = nullptr, sim_comm_ms = nullptr, model_ms = nullptr;
+  if (network.enabled()) {
+    sim_ms = median_of_max(r.sim_ms);
+    sim_comm_ms = median_aggregation_ms(r);
+    model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, network).seconds;
+  }
+  if (o.json) {
+    nlohmann::json doc = {{"transport", o.transport},
+                          {"workers", workers},
+                          {"n", o.n},
+                          {"k", k},
+                          {"density", o.density},
+                          {"compressor", o.compressor},
+                          {"aggregator", o.aggregator},
+                          {"network", network.name},
+                          {"iters", o.iters},
+                          {"median_ms", median_ms},
+                          {"sim_ms", sim_ms},
+                          {"sim_comm_ms", sim_comm_ms},
+                          {"model_comm_ms", model_ms},
+                          {"bytes_sent_per_worker", {{"max", max_bytes}, {"mean", mean_bytes}}},
+                          {"messages_per_worker", {{"max", max_messages}}},
+                          {"conservation_rel_error", o.verify ? nlohmann::json(r.conservation_rel_error) : nlohmann::json()},
+                          {"matches_reference", o.verify ? nlohmann::json(r.matches) : nlohmann::json()}};
+    std::printf("%s\n", doc.dump().c_str());
+  } else {
+    fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} network={} iters={}\n", o.transport,
+               workers, o.n, k, o.compressor, o.aggregator, network.name, o.iters);
+    fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
+    if (network.enabled()) {
+      fmt::print("  simulated iteration: {:.3f} ms, of which aggregation {:.3f} ms (closed form {:.3f} ms)\n",
+                 sim_ms.get<double>(), sim_comm_ms.get<double>(), model_ms.get<double>());
+    }
+    fmt::print("  bytes sent per worker per iteration: max {:.0f}, mean {:.0f}; messages max {:.1f}\n", max_bytes,
+               mean_bytes, max_messages);
+    if (o.verify) {
+      fmt::print("  matches reference: {}; conservation relative error: {:.3g}\n", r.matches ? "yes" : "NO",
+                 r.conservation_rel_error);
+    }
+  }
+  if (!r.matches) throw Error("verification failed: " + r.first_mismatch);
+  if (o.verify && !(r.conservation_rel_error < 1e-5)) {
+    throw Error(fmt::format("conservation violated: relative error {:.3g}", r.conservation_rel_error));
+  }
+}
+
+void validate_options(const CommOptions& o) {
+  SPARSGD_ENFORCE(o.n >= 1, "--n must be at least 1");
+  validate_length(o.n);
+  validate_density(o.density);
+  SPARSGD_ENFORCE(o.iters >= 1, "--iters must be at least 1, got " << o.iters);
+  SPARSGD_ENFORCE(o.timeout_ms >= 1, "--timeout-ms must be at least 1, got " << o.timeout_ms);
+  compress::make_compressor(exchange_config(o).compressor);  // validates the name and r_factor
+  collectives::make_aggregator(o.aggregator);
+  SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
+                  "unknown transport '" << o.transport << "' (expected local or mpi)");
+}
+
+void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
+  SPARSGD_ENFORCE(o.workers >= 1 && o.workers <= 4096, "--workers must be in [1, 4096], got " << o.workers);
+  std::vector<WorkerRecord> records(static_cast<std::size_t>(o.workers));
+  transport::run_local_workers(
+      o.workers, [&](transport::Transport& t) { run_worker(o, network, t, records[static_cast<std::size_t>(t.rank())]); },
+      std::chrono::milliseconds(o.timeout_ms));
+  Report report;
+  for (const WorkerRecord& rec : records) {
+    report.wall_ms.push_back(rec.wall_ms);
+    report.sim_ms.push_back(rec.sim_ms);
+    report.sim_ready_ms.push_back(rec.sim_ready_ms);
+    report.sim_summed_ms.push_back(rec.sim_summed_ms);
+    report.counters.push_back(rec.counters);
+  }
+  if (o.verify) {
+    std::vector<std::pair<int, const WorkerRecord*>> checked;
+    for (int w = 0; w < o.workers; ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
+    std::vector<double> consumed_sum;
+    const Verification v = verify(o, o.workers, checked, consumed_sum);
+    report.matches = v.matches;
+    report.first_mismatch = v.first_mismatch;
+    report.conservation_rel_error = conservation_error(consumed_sum, records[0].results.back());
+  }
+  print_report(o, o.workers, network, report);
+}
+
+#ifdef SPARSGD_HAVE_MPI
+// Gathers a vector of doubles (the same length everywhere) at rank 0.
+std::vector<std::vector<double>> gather(transport::Transport& t, const std::vector<double>& mine, int tag) {
+  std::vector<std::vector<double>> all;
+  std::vector<std::byte> buffer;
+  const std::size_t bytes = mine.size() * sizeof(double);
+  if (t.rank() == 0) {
+    all.push_back(mine);
+    for (int r = 1; r < t.size(); ++r) {
+      if (t.recv(r, tag, buffer, bytes) != bytes) throw transport::TransportError("bad report message");
+      std::vector<double> v(mine.size());
+      std::memcpy(v.data(), buffer.data(), bytes);
+      all.push_back(std::move(v));
+    }
+  } else {
+    t.send(0, tag, std::as_bytes(std::span(mine)));
+  }
+  return all;
+}
+
+void run_mpi_rank(const CommOptions& o, const transport::NetworkSpec& network);
+
+void run_mpi(const CommOptions& o, const transport::NetworkSpec& network) {
+  transport::MpiSession session(nullptr, nullptr);
+  try {
+    run_mpi_rank(o, network);
+  } catch (const std::exception& e) {
+    // Other ranks may be blocked on this one: end the whole job with the message, not a hang.
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "sparsgd: error: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
+
+void run_mpi_rank(const CommOptions& o, const transport::NetworkSpec& network) {
+  transport::MpiTransport t;
+  t.set_timeout(std::chrono::milliseconds(o.timeout_ms));
+  WorkerRecord record;
+  run_worker(o, network, t, record);
+  // Each rank checks itself against the full serial replay; conservation needs the sum over ranks
+  // of what each consumed, taken with the library's dense allreduce.
+  double matches = 1.0, conservation = 0.0;
+  std::string first_mismatch;
+  if (o.verify) {
+    std::vector<double> consumed_sum;
+    const Verification v = verify(o, t.size(), {{t.rank(), &record}}, consumed_sum);
+    matches = v.matches ? 1.0 : 0.0;
+    first_mismatch = v.first_mismatch;
+    SparseVector mine;
+    mine.dim = o.n;
+    mine.resize(o.n);
+    for (std::size_t i = 0; i < o.n; ++i) {
+      mine.indices[i] = static_cast<std::uint32_t>(i);
+      mine.values[i] = static_cast<float>(consumed_sum[i]);
+    }
+    collectives::Aggregation total;
+    collectives::make_aggregator("dense")->aggregate(t, mine, o.n, total);
+    std::vector<double> summed(total.dense_sum.begin(), total.dense_sum.end());
+    conservation = conservation_error(summed, record.results.back());
+    if (!first_mismatch.empty()) std::fprintf(stderr, "sparsgd: rank %d: %s\n", t.rank(), first_mismatch.c_str());
+  }
+  std::vector<double> summary = {matches, conservation, static_cast<double>(record.counters.bytes_sent),
+                                 static_cast<double>(record.counters.messages_sent)};
+  for (auto* series : {&record.wall_ms, &record.sim_ms, &record.sim_ready_ms, &record.sim_summed_ms}) {
+    series->resize(static_cast<std::size_t>(o.iters), 0.0);
+    summary.insert(summary.end(), series->begin(), series->end());
+  }
+  const auto all = gather(t, summary, 950);
+  if (t.rank() != 0) return;
+  Report report;
+  const auto iters = static_cast<std::size_t>(o.iters);
+  for (const auto& s : all) {
+    report.matches = report.matches && s[0] == 1.0;
+    report.conservation_rel_error = std::max(report.conservation_rel_error, s[1]);
+    transport::TrafficCounters c;
+    c.bytes_sent = static_cast<std::uint64_t>(s[2]);
+    c.messages_sent = static_cast<std::uint64_t>(s[3]);
+    report.counters.push_back(c);
+    auto series = [&s, iters](std::size_t which) {
+      const auto begin = s.begin() + 4 + static_cast<std::ptrdiff_t>(which * iters);
+      return std::vector<double>(begin, begin + static_cast<std::ptrdiff_t>(iters));
+    };
+    report.wall_ms.push_back(series(0));
+    if (network.enabled()) {
+      report.sim_ms.push_back(series(1));
+      report.sim_ready_ms.push_back(series(2));
+      report.sim_summed_ms.push_back(series(3));
+    }
+  }
+  if (!report.matches) report.first_mismatch = "a rank's results differ from the reference (see its message)";
+  print_report(o, t.size(), network, report);
+}
+#endif
+
+void run_bench_comm(const CommOptions& o) {
+  validate_options(o);
+  const transport::NetworkSpec network = transport::parse_network(o.network);
+  if (o.transport == "local") {
+    run_local(o, network);
+    return;
+  }
+#ifdef SPARSGD_HAVE_MPI
+  run_mpi(o, network);
+#else
+  throw InvalidArgument("this sparsgd was built without MPI (SPARSGD_WITH_MPI=OFF)");
+#endif
+}
+
+}  // namespace
+
+void register_bench_comm(CLI::App& bench) {
+  auto opt = std::make_shared<CommOptions>();
+  CLI::App* cmd = bench.add_subcommand("comm", "Compression + aggregation + error feedback on P workers, verified");
+  cmd->add_option("--transport", opt->transport, "local (threads in this process) or mpi (under mpirun)")->capture_default_str();
+  cmd->add_option("--workers", opt->workers, "workers for the local transport")->capture_default_str();
+  cmd->add_option("--n", opt->n, "gradient length")->capture_default_str()->check(non_negative_integer());
+  cmd->add_option("--density", opt->density, "fraction of entries each worker selects, in (0, 1]")->capture_default_str();
+  cmd->add_option("--compressor", opt->compressor, "topk, randk, rtopk, gaussiank, dgc or none")->capture_default_str();
+  cmd->add_option("--aggregator", opt->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
+  cmd->add_option("--network", opt->network, "none, 1gbe, 10gbe, paper-1gbe or alpha=SECONDS,bw=BITS_PER_SECOND")->capture_default_str();
+  cmd->add_option("--r-factor", opt->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
+  cmd->add_option("--iters", opt->iters, "iterations")->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "seed of the synthetic gradients and random compressors")->capture_default_str()->check(non_negative_integer());
+  cmd->add_option("--timeout-ms", opt->timeout_ms, "longest wait for a peer before failing")->capture_default_str();
+  cmd->add_flag("!--no-verify", opt->verify, "skip the serial reference check");
+  cmd->add_flag("--json", opt->json, "print one JSON object");
+  cmd->callback([opt] { run_bench_comm(*opt); });
+}
+
+}  // namespace sparsgd::cli

@@ -1,0 +1,34 @@
+// sparsgd: gradient sparsification for data-parallel SGD on slow networks.
+
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "sparsgd/core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sparsgd: sparse gradient exchange (gTop-k, rTop-k, Top-k) for data-parallel SGD"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sparsgd 0.1.0");
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: selection kernels (more to come)");
+  bench->require_subcommand(1);
+  sparsgd::cli::register_bench_select(*bench);
+  sparsgd::cli::register_bench_comm(*bench);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const sparsgd::Error& e) {
+    std::fprintf(stderr, "sparsgd: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "sparsgd: error: out of memory\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsgd: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

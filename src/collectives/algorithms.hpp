@@ -1,0 +1,48 @@
+#pragma once
+// The built-in aggregators (one file each) and what they share. make_aggregator is the only way to
+// name them.
+
+#include <memory>
+
+#include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/wire.hpp"
+
+namespace sparsgd::collectives {
+
+// Wire ids; a message of another algorithm is refused with a clear error.
+enum AlgorithmId : std::uint32_t {
+  kDenseRing = 1,
+  kAllgatherBruck = 2,
+  kGtopkTree = 3,
+  kGtopkRecursiveDoubling = 4,
+  kRandkShared = 5,
+};
+
+std::unique_ptr<Aggregator> make_dense_ring();
+std::unique_ptr<Aggregator> make_allgather();
+std::unique_ptr<Aggregator> make_gtopk_tree();
+std::unique_ptr<Aggregator> make_gtopk_rd();
+std::unique_ptr<Aggregator> make_randk_shared();
+
+// Checks the local selection against (n, k) before anything is sent.
+void check_local_selection(const SparseVector& local, std::size_t k, std::size_t max_count, const char* who);
+
+inline wire::Expectation expectation(const Aggregator& a, const SparseVector& local, std::size_t k,
+                                     std::size_t capacity, int from_rank) {
+  static thread_local std::string name;
+  name = a.name();
+  return {a.wire_id(), static_cast<std::uint32_t>(local.dim), static_cast<std::uint32_t>(k), capacity, from_rank,
+          name.c_str()};
+}
+
+// Sums `values` over all ranks in place with a ring (reduce-scatter, then allgather): 2(P-1)
+// messages of about size/P values each. `extra` travels in every header and must match on every
+// rank (a checksum of what the values mean).
+void ring_allreduce(transport::Transport& t, std::span<float> values, const wire::Expectation& expect,
+                    std::uint32_t extra, int tag_base);
+
+// Chunk c of a ring allreduce over `size` values among P ranks: [begin, end).
+std::pair<std::size_t, std::size_t> ring_chunk(std::size_t size, int ranks, int c);
+
+}  // namespace sparsgd::collectives

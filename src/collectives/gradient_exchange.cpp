@@ -1,0 +1,45 @@
+#include "sparsgd/collectives/gradient_exchange.hpp"
+
+#include <chrono>
+
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/transport/network_model.hpp"
+
+namespace sparsgd::collectives {
+
+GradientExchange::GradientExchange(transport::Transport& transport, std::size_t n, const ExchangeConfig& config)
+    : transport_(transport),
+      compressor_(compress::make_compressor(config.compressor)),
+      aggregator_(make_aggregator(config.aggregator)),
+      feedback_(n),
+      k_(k_from_density(n, config.density)) {}
+
+void GradientExchange::set_density(double density) { k_ = k_from_density(n(), density); }
+
+const Aggregation& GradientExchange::exchange(std::span<const float> gradient, std::uint64_t iteration) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const double cpu_start = transport::thread_cpu_seconds();
+  const std::span<const float> acc = feedback_.accumulate(gradient);
+  try {
+    compressor_->compress(acc, k_, {iteration, transport_.rank()}, selection_);
+    const auto selected = clock::now();
+    const double cpu_selected = transport::thread_cpu_seconds();
+    times_.compress_cpu_seconds = cpu_selected - cpu_start;
+    aggregator_->aggregate(transport_, selection_, k_, result_);
+    const auto done = clock::now();
+    const double cpu_commit = transport::thread_cpu_seconds();
+    times_.aggregate_cpu_seconds = cpu_commit - cpu_selected;
+    feedback_.commit(selection_, result_.consumed);
+    times_.feedback_cpu_seconds = transport::thread_cpu_seconds() - cpu_commit;
+    times_.compress_seconds = std::chrono::duration<double>(selected - start).count();
+    times_.aggregate_seconds = std::chrono::duration<double>(done - selected).count();
+  } catch (...) {
+    // Nothing was consumed: the gradient stays in the residual, so no information is lost.
+    if (feedback_.pending()) feedback_.commit(SparseVector{feedback_.size(), {}, {}});
+    throw;
+  }
+  return result_;
+}
+
+}  // namespace sparsgd::collectives

@@ -1,0 +1,133 @@
+#include "sparsgd/collectives/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd::collectives {
+namespace {
+
+struct Contribution {
+  int worker;
+  std::size_t entry;
+};
+
+struct Pair {
+  float value = 0.0f;
+  std::vector<Contribution> from;
+};
+
+using Set = std::map<std::uint32_t, Pair>;
+
+Set to_set(const SparseVector& selection, int worker) {
+  Set set;
+  for (std::size_t e = 0; e < selection.size(); ++e) set[selection.indices[e]] = {selection.values[e], {{worker, e}}};
+  return set;
+}
+
+// own (+) incoming, own's value first, then the k largest |value| with ties by lower index.
+Set merge_topk(const Set& own, const Set& incoming, std::size_t k) {
+  Set merged = own;
+  for (const auto& [index, pair] : incoming) {
+    auto it = merged.find(index);
+    if (it == merged.end()) {
+      merged[index] = pair;
+    } else {
+      it->second.value = it->second.value + pair.value;
+      it->second.from.insert(it->second.from.end(), pair.from.begin(), pair.from.end());
+    }
+  }
+  if (merged.size() <= k) return merged;
+  std::vector<std::pair<std::uint32_t, float>> order;
+  for (const auto& [index, pair] : merged) order.emplace_back(index, pair.value);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    const float ma = std::fabs(a.second), mb = std::fabs(b.second);
+    return ma != mb ? ma > mb : a.first < b.first;
+  });
+  Set kept;
+  for (std::size_t i = 0; i < k; ++i) kept[order[i].first] = merged[order[i].first];
+  return kept;
+}
+
+ReferenceAggregation from_final_set(const Set& final_set, const std::vector<SparseVector>& selections) {
+  ReferenceAggregation out;
+  out.sum.dim = selections.front().dim;
+  out.consumed.resize(selections.size());
+  for (std::size_t w = 0; w < selections.size(); ++w) out.consumed[w].assign(selections[w].size(), 0);
+  for (const auto& [index, pair] : final_set) {
+    out.sum.indices.push_back(index);
+    out.sum.values.push_back(pair.value);
+    for (const Contribution& c : pair.from) out.consumed[static_cast<std::size_t>(c.worker)][c.entry] = 1;
+  }
+  return out;
+}
+
+ReferenceAggregation all_consumed(const std::vector<SparseVector>& selections) {
+  ReferenceAggregation out;
+  out.sum.dim = selections.front().dim;
+  for (const SparseVector& s : selections) out.consumed.emplace_back(s.size(), 1);
+  return out;
+}
+
+}  // namespace
+
+ReferenceAggregation reference_aggregate(const std::string& aggregator, const std::vector<SparseVector>& selections,
+                                         std::size_t k) {
+  SPARSGD_ENFORCE(!selections.empty(), "reference needs at least one worker");
+  const int p = static_cast<int>(selections.size());
+  const std::size_t n = selections.front().dim;
+  if (aggregator == "dense") {
+    ReferenceAggregation out = all_consumed(selections);
+    out.dense = true;
+    out.dense_sum.assign(n, 0.0f);
+    for (const SparseVector& s : selections) {
+      for (std::size_t e = 0; e < s.size(); ++e) out.dense_sum[s.indices[e]] += s.values[e];
+    }
+    return out;
+  }
+  if (aggregator == "allgather" || aggregator == "randk-shared") {
+    if (aggregator == "randk-shared") {
+      for (const SparseVector& s : selections) {
+        SPARSGD_ENFORCE(s.indices == selections.front().indices, "randk-shared needs identical indices on all workers");
+      }
+    }
+    ReferenceAggregation out = all_consumed(selections);
+    std::map<std::uint32_t, float> sum;
+    for (const SparseVector& s : selections) {
+      for (std::size_t e = 0; e < s.size(); ++e) sum[s.indices[e]] += s.values[e];
+    }
+    for (const auto& [index, value] : sum) {
+      out.sum.indices.push_back(index);
+      out.sum.values.push_back(value);
+    }
+    return out;
+  }
+  std::vector<Set> sets;
+  for (int w = 0; w < p; ++w) sets.push_back(to_set(selections[static_cast<std::size_t>(w)], w));
+  if (aggregator == "gtopk") {
+    // Binomial tree: in round `mask`, rank r (r % 2mask == 0) merges rank r + mask's set.
+    for (int mask = 1; mask < p; mask <<= 1) {
+      for (int r = 0; r + mask < p; r += 2 * mask) sets[r] = merge_topk(sets[r], sets[r + mask], k);
+    }
+    return from_final_set(sets[0], selections);
+  }
+  if (aggregator == "gtopk-rd") {
+    int p2 = 1;
+    while (p2 * 2 <= p) p2 *= 2;
+    for (int r = 0; r + p2 < p; ++r) sets[r] = merge_topk(sets[r], sets[r + p2], k);
+    for (int dist = 1; dist < p2; dist <<= 1) {
+      for (int r = 0; r < p2; ++r) {
+        if (r & dist) continue;
+        const Set merged = merge_topk(sets[r], sets[r ^ dist], k);
+        sets[r] = merged;
+        sets[r ^ dist] = merged;
+      }
+    }
+    return from_final_set(sets[0], selections);
+  }
+  throw InvalidArgument("reference: unknown aggregator '" + aggregator + "'");
+}
+
+}  // namespace sparsgd::collectives

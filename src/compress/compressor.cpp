@@ -1,0 +1,28 @@
+#include "sparsgd/compress/compressor.hpp"
+
+#include "compress/compressors.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/select/rtopk.hpp"
+
+namespace sparsgd::compress {
+
+const std::vector<std::string>& compressor_names() {
+  static const std::vector<std::string> names = {"topk", "randk", "rtopk", "gaussiank", "dgc", "none"};
+  return names;
+}
+
+std::unique_ptr<Compressor> make_compressor(const CompressorConfig& config) {
+  const std::string& name = config.name;
+  if (name == "topk") return make_topk_compressor();
+  if (name == "randk") return make_randk_compressor(config.seed, config.shared_seed);
+  if (name == "rtopk") {
+    select::rtopk_r(1, 1, config.r_factor);  // validates r_factor up front
+    return make_rtopk_compressor(config.r_factor, config.seed);
+  }
+  if (name == "gaussiank") return make_gaussiank_compressor();
+  if (name == "dgc") return make_dgc_compressor();
+  if (name == "none" || name == "dense") return make_dense_compressor();
+  throw InvalidArgument("unknown compressor '" + name + "' (expected topk, randk, rtopk, gaussiank, dgc or none)");
+}
+
+}  // namespace sparsgd::compress

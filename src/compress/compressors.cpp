@@ -1,0 +1,118 @@
+#include "compress/compressors.hpp"
+
+#include <numeric>
+
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/random.hpp"
+#include "sparsgd/select/magnitude.hpp"
+#include "sparsgd/select/randk.hpp"
+#include "sparsgd/select/rtopk.hpp"
+#include "sparsgd/select/threshold.hpp"
+#include "sparsgd/select/topk.hpp"
+
+namespace sparsgd::compress {
+namespace {
+
+// Stream tags keep the random draws of different purposes independent for the same seed.
+constexpr std::uint64_t kRandkStream = 0x72616e646bULL;
+constexpr std::uint64_t kRtopkStream = 0x72746f706bULL;
+
+class TopkCompressor final : public Compressor {
+ public:
+  std::string name() const override { return "topk"; }
+  void compress(std::span<const float> acc, std::size_t k, const CompressContext&, SparseVector& out) override {
+    select::topk(acc, k, out, workspace_);
+  }
+
+ private:
+  select::TopkWorkspace workspace_;
+};
+
+class RandkCompressor final : public Compressor {
+ public:
+  RandkCompressor(std::uint64_t seed, bool shared) : seed_(seed), shared_(shared) {}
+  std::string name() const override { return "randk"; }
+  bool shared_indices() const override { return shared_; }
+  void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
+                SparseVector& out) override {
+    validate_k(acc.size(), k);
+    select::check_finite(acc, "input to randk");
+    // Shared mode leaves the rank out of the seed, so every worker draws the same indices.
+    const std::uint64_t stream = shared_ ? 0 : static_cast<std::uint64_t>(context.rank) + 1;
+    const std::uint64_t seed = mix_seed(mix_seed(seed_, kRandkStream, stream), context.iteration);
+    out.dim = acc.size();
+    out.resize(k);
+    select::random_k_indices(acc.size(), k, seed, out.indices, bitmap_);
+    for (std::size_t i = 0; i < k; ++i) out.values[i] = acc[out.indices[i]];
+  }
+
+ private:
+  std::uint64_t seed_;
+  bool shared_;
+  std::vector<std::uint64_t> bitmap_;
+};
+
+class RtopkCompressor final : public Compressor {
+ public:
+  RtopkCompressor(double r_factor, std::uint64_t seed) : r_factor_(r_factor), seed_(seed) {}
+  std::string name() const override { return "rtopk"; }
+  void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
+                SparseVector& out) override {
+    const std::uint64_t seed =
+        mix_seed(mix_seed(seed_, kRtopkStream, static_cast<std::uint64_t>(context.rank) + 1), context.iteration);
+    select::rtopk(acc, k, r_factor_, seed, out, workspace_);
+  }
+
+ private:
+  double r_factor_;
+  std::uint64_t seed_;
+  select::RtopkWorkspace workspace_;
+};
+
+class ThresholdCompressor final : public Compressor {
+ public:
+  ThresholdCompressor(std::string name, select::ThresholdEstimator estimator)
+      : name_(std::move(name)), estimator_(estimator) {}
+  std::string name() const override { return name_; }
+  void compress(std::span<const float> acc, std::size_t k, const CompressContext&, SparseVector& out) override {
+    select::threshold_select(acc, k, estimator_, out, workspace_);
+  }
+
+ private:
+  std::string name_;
+  select::ThresholdEstimator estimator_;
+  select::ThresholdWorkspace workspace_;
+};
+
+class DenseCompressor final : public Compressor {
+ public:
+  std::string name() const override { return "none"; }
+  bool dense() const override { return true; }
+  void compress(std::span<const float> acc, std::size_t k, const CompressContext&, SparseVector& out) override {
+    validate_k(acc.size(), k);
+    select::check_finite(acc, "input to the dense compressor");
+    out.dim = acc.size();
+    out.resize(acc.size());
+    std::iota(out.indices.begin(), out.indices.end(), std::uint32_t{0});
+    std::copy(acc.begin(), acc.end(), out.values.begin());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Compressor> make_topk_compressor() { return std::make_unique<TopkCompressor>(); }
+std::unique_ptr<Compressor> make_randk_compressor(std::uint64_t seed, bool shared_seed) {
+  return std::make_unique<RandkCompressor>(seed, shared_seed);
+}
+std::unique_ptr<Compressor> make_rtopk_compressor(double r_factor, std::uint64_t seed) {
+  return std::make_unique<RtopkCompressor>(r_factor, seed);
+}
+std::unique_ptr<Compressor> make_gaussiank_compressor() {
+  return std::make_unique<ThresholdCompressor>("gaussiank", select::ThresholdEstimator::gaussian);
+}
+std::unique_ptr<Compressor> make_dgc_compressor() {
+  return std::make_unique<ThresholdCompressor>("dgc", select::ThresholdEstimator::sampled);
+}
+std::unique_ptr<Compressor> make_dense_compressor() { return std::make_unique<DenseCompressor>(); }
+
+}  // namespace sparsgd::compress

@@ -1,0 +1,95 @@
+#include "sparsgd/core/synthetic.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/core/random.hpp"
+
+namespace sparsgd {
+
+const std::vector<std::string>& distribution_names() {
+  static const std::vector<std::string> names = {"normal", "uniform", "constant", "sparse", "heavy"};
+  return names;
+}
+
+Distribution parse_distribution(const std::string& name) {
+  if (name == "normal") return Distribution::normal;
+  if (name == "uniform") return Distribution::uniform;
+  if (name == "constant") return Distribution::constant;
+  if (name == "sparse") return Distribution::sparse;
+  if (name == "heavy") return Distribution::heavy;
+  throw InvalidArgument("unknown distribution '" + name +
+                        "' (expected normal, uniform, constant, sparse or heavy)");
+}
+
+const char* to_string(Distribution distribution) {
+  switch (distribution) {
+    case Distribution::normal: return "normal";
+    case Distribution::uniform: return "uniform";
+    case Distribution::constant: return "constant";
+    case Distribution::sparse: return "sparse";
+    case Distribution::heavy: return "heavy";
+  }
+  return "?";
+}
+
+namespace {
+float standard_normal(Rng& rng) {
+  // Box-Muller; 1 - uniform() lies in (0, 1] so the log is finite.
+  const double u1 = 1.0 - rng.uniform();
+  const double u2 = rng.uniform();
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+}
+}  // namespace
+
+void fill_synthetic(std::span<float> out, Distribution distribution, std::uint64_t seed) {
+  Rng rng(mix_seed(seed, 0x5eed));
+  switch (distribution) {
+    case Distribution::normal:
+      for (float& v : out) v = standard_normal(rng);
+      break;
+    case Distribution::uniform:
+      for (float& v : out) v = static_cast<float>(2.0 * rng.uniform() - 1.0);
+      break;
+    case Distribution::constant:
+      for (float& v : out) v = (rng.next() & 1) ? 0.5f : -0.5f;
+      break;
+    case Distribution::sparse:
+      for (float& v : out) {
+        const std::uint64_t r = rng.below(100);
+        v = r == 0 ? standard_normal(rng) : ((rng.next() & 1) ? 0.0f : -0.0f);
+      }
+      break;
+    case Distribution::heavy:
+      for (float& v : out) {
+        // tan of a uniform angle in (-pi/2, pi/2): standard Cauchy, always finite in float.
+        const double u = (static_cast<double>(rng.next() >> 11) + 0.5) * 0x1.0p-53;
+        v = static_cast<float>(std::tan(std::numbers::pi * (u - 0.5)));
+      }
+      break;
+  }
+}
+
+}  // namespace sparsgd
+
+namespace sparsgd {
+
+void fill_gradient(std::span<float> out, std::uint64_t seed, int worker, std::uint64_t iteration) {
+  const std::uint64_t key = mix_seed(seed, static_cast<std::uint64_t>(worker) + 1, iteration + 1);
+  const std::uint64_t shared_key = mix_seed(seed, 0, iteration + 1);  // the same on every worker
+  const float scale = 1.0f + 0.25f * static_cast<float>(worker % 4);
+  constexpr float kUnit = 1.0f / 65536.0f;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::uint64_t h = splitmix64(key ^ (i * 0x9e3779b97f4a7c15ULL));
+    // Four 16-bit uniforms: their centred sum has variance 4/12, so scale by sqrt(3).
+    const float s = static_cast<float>(h & 0xFFFF) + static_cast<float>((h >> 16) & 0xFFFF) +
+                    static_cast<float>((h >> 32) & 0xFFFF) + static_cast<float>(h >> 48);
+    float v = (s * kUnit - 2.0f) * 1.7320508f * scale;
+    // Entries that are large on every worker this iteration: the shared part of the signal.
+    if ((splitmix64(shared_key ^ i) & 0x3F) == 0) v *= 10.0f;
+    out[i] = v;
+  }
+}
+
+}  // namespace sparsgd

@@ -1,0 +1,233 @@
+// Vectorized magnitude passes with Highway's runtime dispatch: compiled for every x86-64 target
+// Highway knows (SSE2 up to AVX-512) and the best one is picked on first call, so the default build
+// runs on any x86-64 without -march flags.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "select/magnitude_kernels.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/select/magnitude.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace sparsgd::select::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Keys fit in 31 bits, so signed 32-bit lanes give native compares and max on every target.
+using DI = hn::ScalableTag<int32_t>;
+using DF = hn::ScalableTag<float>;
+
+uint32_t MaxKeyImpl(const float* HWY_RESTRICT x, size_t n) {
+  const DI di;
+  const DF df;
+  const size_t lanes = hn::Lanes(di);
+  const auto sign_off = hn::Set(di, 0x7FFFFFFF);
+  auto m0 = hn::Zero(di), m1 = hn::Zero(di), m2 = hn::Zero(di), m3 = hn::Zero(di);
+  size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    m0 = hn::Max(m0, hn::And(hn::BitCast(di, hn::LoadU(df, x + i)), sign_off));
+    m1 = hn::Max(m1, hn::And(hn::BitCast(di, hn::LoadU(df, x + i + lanes)), sign_off));
+    m2 = hn::Max(m2, hn::And(hn::BitCast(di, hn::LoadU(df, x + i + 2 * lanes)), sign_off));
+    m3 = hn::Max(m3, hn::And(hn::BitCast(di, hn::LoadU(df, x + i + 3 * lanes)), sign_off));
+  }
+  for (; i + lanes <= n; i += lanes) {
+    m0 = hn::Max(m0, hn::And(hn::BitCast(di, hn::LoadU(df, x + i)), sign_off));
+  }
+  const auto all = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
+  uint32_t best = static_cast<uint32_t>(hn::GetLane(hn::MaxOfLanes(di, all)));
+  for (; i < n; ++i) {
+    const uint32_t key = magnitude_key(x[i]);
+    best = key > best ? key : best;
+  }
+  return best;
+}
+
+FilterCounts FilterGreaterImpl(const float* HWY_RESTRICT x, size_t n, uint32_t pivot,
+                               uint32_t* HWY_RESTRICT idx_out, float* HWY_RESTRICT val_out,
+                               size_t capacity) {
+  const DI di;
+  const DF df;
+  const size_t lanes = hn::Lanes(di);
+  const auto sign_off = hn::Set(di, 0x7FFFFFFF);
+  const auto vpivot = hn::Set(di, static_cast<int32_t>(pivot));
+  const auto step = hn::Set(di, static_cast<int32_t>(lanes));
+  auto index = hn::Iota(di, 0);
+  auto vmax = hn::Zero(di);
+  auto equal_lanes = hn::Zero(di);
+  FilterCounts counts;
+  bool full = false;
+  size_t i = 0;
+  // Two vectors a step: the hit test is one branch for both, and hits are rare for a pivot near
+  // the top-k threshold, so the loop stays a compare-and-count stream bound by memory.
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto b0 = hn::BitCast(di, hn::LoadU(df, x + i));
+    const auto b1 = hn::BitCast(di, hn::LoadU(df, x + i + lanes));
+    const auto k0 = hn::And(b0, sign_off);
+    const auto k1 = hn::And(b1, sign_off);
+    vmax = hn::Max(vmax, hn::Max(k0, k1));
+    equal_lanes = hn::Sub(equal_lanes, hn::VecFromMask(di, hn::Eq(k0, vpivot)));
+    equal_lanes = hn::Sub(equal_lanes, hn::VecFromMask(di, hn::Eq(k1, vpivot)));
+    const auto g0 = hn::Gt(k0, vpivot);
+    const auto g1 = hn::Gt(k1, vpivot);
+    if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Or(g0, g1)))) {
+      const size_t h0 = hn::CountTrue(di, g0);
+      const size_t h1 = hn::CountTrue(di, g1);
+      if (!full && counts.stored + h0 + h1 <= capacity) {
+        hn::CompressStore(hn::BitCast(df, b0), hn::RebindMask(df, g0), df, val_out + counts.stored);
+        hn::CompressStore(index, g0, di, reinterpret_cast<int32_t*>(idx_out) + counts.stored);
+        counts.stored += h0;
+        const auto index1 = hn::Add(index, step);
+        hn::CompressStore(hn::BitCast(df, b1), hn::RebindMask(df, g1), df, val_out + counts.stored);
+        hn::CompressStore(index1, g1, di, reinterpret_cast<int32_t*>(idx_out) + counts.stored);
+        counts.stored += h1;
+      } else {
+        full = true;
+      }
+      counts.greater += h0 + h1;
+    }
+    index = hn::Add(index, hn::Add(step, step));
+  }
+  counts.max_key = static_cast<uint32_t>(hn::GetLane(hn::MaxOfLanes(di, vmax)));
+  // equal_lanes counts at most n / lanes per lane, which fits in int32 because n < 2^32.
+  {
+    HWY_ALIGN int32_t per_lane[hn::MaxLanes(di)];
+    hn::Store(equal_lanes, di, per_lane);
+    for (size_t l = 0; l < lanes; ++l) counts.equal += static_cast<uint32_t>(per_lane[l]);
+  }
+  for (; i < n; ++i) {
+    const uint32_t key = magnitude_key(x[i]);
+    counts.max_key = key > counts.max_key ? key : counts.max_key;
+    if (key == pivot) {
+      ++counts.equal;
+    } else if (key > pivot) {
+      if (!full && counts.stored < capacity) {
+        idx_out[counts.stored] = static_cast<uint32_t>(i);
+        val_out[counts.stored] = x[i];
+        ++counts.stored;
+      } else {
+        full = true;
+      }
+      ++counts.greater;
+    }
+  }
+  return counts;
+}
+
+
+// Sums of (x - shift) and (x - shift)^2 over blocks short enough that float lanes lose little,
+// added up in double. A shift near the mean keeps the variance from cancelling catastrophically
+// when the mean is large against the spread.
+void SumsImpl(const float* HWY_RESTRICT x, size_t n, float shift, double* sum_out, double* sum_sq_out) {
+  const DF df;
+  const auto vshift = hn::Set(df, shift);
+  const size_t lanes = hn::Lanes(df);
+  constexpr size_t kBlock = 2048;
+  double sum = 0.0, sum_sq = 0.0;
+  HWY_ALIGN float buffer[hn::MaxLanes(df)];
+  size_t i = 0;
+  while (i + lanes <= n) {
+    const size_t end = HWY_MIN(n, i + kBlock);
+    auto s0 = hn::Zero(df), s1 = hn::Zero(df), q0 = hn::Zero(df), q1 = hn::Zero(df);
+    for (; i + 2 * lanes <= end; i += 2 * lanes) {
+      const auto v0 = hn::Sub(hn::LoadU(df, x + i), vshift);
+      const auto v1 = hn::Sub(hn::LoadU(df, x + i + lanes), vshift);
+      s0 = hn::Add(s0, v0);
+      s1 = hn::Add(s1, v1);
+      q0 = hn::MulAdd(v0, v0, q0);
+      q1 = hn::MulAdd(v1, v1, q1);
+    }
+    for (; i + lanes <= end; i += lanes) {
+      const auto v0 = hn::Sub(hn::LoadU(df, x + i), vshift);
+      s0 = hn::Add(s0, v0);
+      q0 = hn::MulAdd(v0, v0, q0);
+    }
+    hn::Store(hn::Add(s0, s1), df, buffer);
+    for (size_t l = 0; l < lanes; ++l) sum += buffer[l];
+    hn::Store(hn::Add(q0, q1), df, buffer);
+    for (size_t l = 0; l < lanes; ++l) sum_sq += buffer[l];
+  }
+  for (; i < n; ++i) {
+    const double v = static_cast<double>(x[i]) - shift;
+    sum += v;
+    sum_sq += v * v;
+  }
+  *sum_out = sum;
+  *sum_sq_out = sum_sq;
+}
+
+}  // namespace sparsgd::select::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace sparsgd::select {
+
+HWY_EXPORT(MaxKeyImpl);
+HWY_EXPORT(FilterGreaterImpl);
+HWY_EXPORT(SumsImpl);
+
+std::uint32_t max_magnitude_key(std::span<const float> x) {
+  return HWY_DYNAMIC_DISPATCH(MaxKeyImpl)(x.data(), x.size());
+}
+
+std::size_t filter_padding() {
+  // The widest vector any target may store (AVX-512: 16 floats), whichever target runs.
+  return 64;
+}
+
+FilterCounts filter_greater(std::span<const float> x, std::uint32_t pivot, std::uint32_t* idx_out,
+                            float* val_out, std::size_t capacity) {
+  return HWY_DYNAMIC_DISPATCH(FilterGreaterImpl)(x.data(), x.size(), pivot, idx_out, val_out,
+                                                 capacity);
+}
+
+Moments moments(std::span<const float> x) {
+  Moments result;
+  if (x.empty()) return result;
+  // Shift by the mean of a strided sample of up to 64 entries, so that the sums see the spread.
+  const std::size_t stride = std::max<std::size_t>(1, x.size() / 64);
+  double sample_sum = 0.0;
+  std::size_t sampled = 0;
+  for (std::size_t i = 0; i < x.size(); i += stride, ++sampled) sample_sum += x[i];
+  auto shift = static_cast<float>(sample_sum / static_cast<double>(sampled));
+  if (!std::isfinite(shift)) shift = 0.0f;
+  double sum = 0.0, sum_sq = 0.0;
+  HWY_DYNAMIC_DISPATCH(SumsImpl)(x.data(), x.size(), shift, &sum, &sum_sq);
+  if (!std::isfinite(sum) || !std::isfinite(sum_sq)) {
+    // Float lanes overflow on finite values above about 1e19; redo the sums in double.
+    sum = 0.0;
+    sum_sq = 0.0;
+    for (const float v : x) {
+      const double d = static_cast<double>(v) - shift;
+      sum += d;
+      sum_sq += d * d;
+    }
+  }
+  if (!std::isfinite(sum) || !std::isfinite(sum_sq)) {
+    result.finite = false;
+    return result;
+  }
+  const double count = static_cast<double>(x.size());
+  const double shifted_mean = sum / count;
+  result.mean = shift + shifted_mean;
+  const double variance = sum_sq / count - shifted_mean * shifted_mean;
+  result.stddev = variance > 0.0 ? std::sqrt(variance) : 0.0;
+  return result;
+}
+
+void check_finite(std::span<const float> x, const char* what) {
+  if (max_magnitude_key(x) < kNonFiniteKey) return;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) {
+      throw InvalidData(std::string(what) + " holds a non-finite value (" + std::to_string(x[i]) +
+                        ") at index " + std::to_string(i));
+    }
+  }
+}
+
+}  // namespace sparsgd::select
+#endif  // HWY_ONCE

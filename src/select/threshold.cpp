@@ -1,0 +1,154 @@
+#include "sparsgd/select/threshold.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/select/magnitude.hpp"
+
+namespace sparsgd::select {
+namespace {
+
+constexpr std::size_t kSampleRun = 16;
+
+std::uint32_t gaussian_initial_key(std::span<const float> x, std::size_t k) {
+  const Moments m = moments(x);
+  if (!m.finite) check_finite(x, "input to threshold selection");
+  const double p = static_cast<double>(k) / static_cast<double>(x.size());
+  return magnitude_key(static_cast<float>(gaussian_two_sided_threshold(p, m.mean, m.stddev)));
+}
+
+// DGC's estimate: the magnitude that the top density fraction of a strided sample exceeds.
+std::uint32_t sampled_initial_key(std::span<const float> x, std::size_t k, std::vector<std::uint32_t>& keys) {
+  const std::size_t n = x.size();
+  const double density = static_cast<double>(k) / static_cast<double>(n);
+  // 1% of the data as in DGC, but enough that at least 16 sampled entries pass.
+  auto sample = static_cast<std::size_t>(std::max(0.01 * static_cast<double>(n), 16.0 / density));
+  keys.clear();
+  if (sample * 2 >= n) {
+    for (const float v : x) keys.push_back(magnitude_key(v));
+  } else {
+    const std::size_t runs = std::max<std::size_t>(1, sample / kSampleRun);
+    const std::size_t stride = n / runs;
+    for (std::size_t r = 0; r < runs; ++r) {
+      const std::size_t start = r * stride + (stride - std::min(stride, kSampleRun)) / 2;
+      for (std::size_t j = 0; j < kSampleRun && start + j < n; ++j) keys.push_back(magnitude_key(x[start + j]));
+    }
+  }
+  const double m = static_cast<double>(keys.size());
+  auto rank = static_cast<std::size_t>(std::llround(density * m));  // sampled entries that pass
+  if (rank >= keys.size()) return 0;
+  auto nth = keys.begin() + static_cast<std::ptrdiff_t>(rank);  // the first one that does not
+  std::nth_element(keys.begin(), nth, keys.end(), std::greater<>());
+  return *nth;
+}
+
+// Standard normal two-sided inverse: the z with P(|Z| > z) = p.
+double standard_z(double p) { return gaussian_two_sided_threshold(p, 0.0, 1.0); }
+
+// Next pivot from the count at the last one: fit a zero-mean Gaussian whose tail matches the
+// observed count, read off the magnitude for k, and keep it strictly inside the bracket
+// (low, high) of keys known to pass too many and too few; bisect the keys otherwise.
+std::uint32_t corrected_key(std::uint32_t pivot, std::size_t count, std::size_t n, std::size_t k,
+                            std::uint32_t low, std::uint32_t high) {
+  const double t = key_to_magnitude(pivot);
+  double next = -1.0;
+  if (count == 0) {
+    next = t / 4.0;
+  } else if (count >= n) {
+    next = t > 0.0 ? t * 4.0 : -1.0;
+  } else if (t > 0.0) {
+    const double z_observed = standard_z(static_cast<double>(count) / static_cast<double>(n));
+    const double z_target = standard_z(static_cast<double>(k) / static_cast<double>(n));
+    if (z_observed > 0.0) next = t * z_target / z_observed;
+  }
+  if (next >= 0.0 && std::isfinite(next)) {
+    const std::uint32_t key = magnitude_key(static_cast<float>(next));
+    if (key > low && key < high) return key;
+  }
+  return low + (high - low) / 2;
+}
+
+}  // namespace
+
+std::size_t threshold_min_count(std::size_t k) {
+  return static_cast<std::size_t>(std::ceil(0.8 * static_cast<double>(k)));
+}
+
+std::size_t threshold_max_count(std::size_t k) {
+  return std::max(threshold_min_count(k), static_cast<std::size_t>(std::floor(1.25 * static_cast<double>(k))));
+}
+
+double gaussian_two_sided_tail(double t, double mean, double stddev) {
+  if (stddev <= 0.0) return std::abs(mean) > t ? 1.0 : 0.0;
+  const double scale = stddev * std::sqrt(2.0);
+  return 0.5 * std::erfc((t - mean) / scale) + 0.5 * std::erfc((t + mean) / scale);
+}
+
+double gaussian_two_sided_threshold(double p, double mean, double stddev) {
+  if (stddev <= 0.0) return std::abs(mean);
+  // The tail falls monotonically in t >= 0, so bisection converges to double precision.
+  double lo = 0.0;
+  double hi = std::abs(mean) + 40.0 * stddev;
+  for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (gaussian_two_sided_tail(mid, mean, stddev) > p) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return 0.5 * (lo + hi);
+}
+
+ThresholdResult threshold_select(std::span<const float> x, std::size_t k, ThresholdEstimator estimator,
+                                 SparseVector& out, ThresholdWorkspace& workspace) {
+  const std::size_t n = x.size();
+  validate_k(n, k);
+  out.dim = n;
+  ThresholdResult result;
+  if (n == 0) {
+    out.resize(0);
+    return result;
+  }
+  const std::size_t min_count = threshold_min_count(k);
+  const std::size_t max_count = threshold_max_count(k);
+  std::uint32_t pivot = estimator == ThresholdEstimator::gaussian
+                            ? gaussian_initial_key(x, k)
+                            : sampled_initial_key(x, k, workspace.sample_keys);
+  out.resize(max_count + filter_padding());
+  std::uint32_t low = 0;            // a key known to pass too many, or 0
+  std::uint32_t high = kNonFiniteKey;  // a key known to pass too few
+  bool low_known = false;
+  for (int attempt = 0; attempt <= kThresholdMaxCorrections; ++attempt) {
+    const FilterCounts counts = filter_greater(x, pivot, out.indices.data(), out.values.data(), max_count);
+    ++result.passes;
+    if (counts.max_key >= kNonFiniteKey) check_finite(x, "input to threshold selection");
+    high = std::min(high, counts.max_key + 1);  // max_key itself passes nobody
+    if (counts.greater >= min_count && counts.greater <= max_count) {
+      out.resize(counts.greater);
+      result.count = counts.greater;
+      result.threshold = key_to_magnitude(pivot);
+      return result;
+    }
+    if (counts.greater > max_count) {
+      low = pivot;
+      low_known = true;
+    } else {
+      high = std::min(high, pivot);
+    }
+    // No untried key is left between the bracket: ties decide the count, not the pivot.
+    const std::uint32_t lowest_untried = low_known ? low + 1 : 0;
+    if (high <= lowest_untried) break;
+    pivot = corrected_key(pivot, counts.greater, n, k, low_known ? low : 0, high);
+  }
+  result.exact_fallback = true;
+  result.count = k;
+  result.threshold = 0.0f;
+  topk(x, k, out, workspace.topk);
+  return result;
+}
+
+}  // namespace sparsgd::select

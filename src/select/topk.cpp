@@ -1,0 +1,317 @@
+#include "sparsgd/select/topk.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/select/magnitude.hpp"
+
+namespace sparsgd::select {
+namespace {
+
+// Below this length, or above this density, the filter cannot beat a plain nth_element.
+constexpr std::size_t kSmallLength = std::size_t{1} << 15;
+constexpr std::size_t kSmallDensityInverse = 8;
+// The sample is read in runs of one cache line so that it costs one miss per 16 keys.
+constexpr std::size_t kSampleRun = 16;
+
+// Emits, in index order, every entry with key > threshold and the first `equal_needed` entries
+// with key == threshold. The caller guarantees exactly k are emitted.
+std::size_t emit_by_threshold(std::span<const float> x, std::uint32_t threshold,
+                              std::size_t equal_needed, std::uint32_t* out_indices,
+                              float* out_values) {
+  std::size_t written = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::uint32_t key = magnitude_key(x[i]);
+    if (key > threshold || (key == threshold && equal_needed > 0)) {
+      if (key == threshold) --equal_needed;
+      out_indices[written] = static_cast<std::uint32_t>(i);
+      out_values[written] = x[i];
+      ++written;
+    }
+  }
+  return written;
+}
+
+void throw_if_non_finite(std::span<const float> x, std::uint32_t max_key) {
+  if (max_key >= kNonFiniteKey) check_finite(x, "input to top-k");
+}
+
+// Emits in index order every key > threshold and the first `equal_needed` keys == threshold,
+// stopping at k. Branch-free in the loop body: at high density a branch on the key would
+// mispredict about half the time.
+void emit_from_keys(std::span<const float> x, const std::uint32_t* keys, std::uint32_t threshold,
+                    std::size_t equal_needed, std::size_t k, std::uint32_t* out_indices, float* out_values) {
+  std::size_t written = 0;
+  std::size_t equal_left = equal_needed;
+  for (std::size_t i = 0; i < x.size() && written < k; ++i) {
+    const std::uint32_t key = keys[i];
+    const std::size_t is_equal = key == threshold;
+    const std::size_t take = (key > threshold) | (is_equal & (equal_left > 0));
+    out_indices[written] = static_cast<std::uint32_t>(i);
+    out_values[written] = x[i];
+    written += take;
+    equal_left -= is_equal & take;
+  }
+}
+
+// Dense or short inputs: keys, a histogram select over them, then a branch-free emission.
+TopkPath select_small(std::span<const float> x, std::size_t k, std::uint32_t* out_indices,
+                      float* out_values, TopkWorkspace& ws) {
+  const std::size_t n = x.size();
+  ws.keys.resize(n);
+  std::uint32_t max_key = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t key = magnitude_key(x[i]);
+    ws.keys[i] = key;
+    max_key = std::max(max_key, key);
+  }
+  throw_if_non_finite(x, max_key);
+  const KthKey kth = kth_largest_of_keys(ws.keys, k, ws.tie_indices);
+  emit_from_keys(x, ws.keys.data(), kth.key, k - kth.greater, k, out_indices, out_values);
+  return TopkPath::small;
+}
+
+TopkPath select_radix(std::span<const float> x, std::size_t k, std::uint32_t* out_indices,
+                      float* out_values) {
+  throw_if_non_finite(x, max_magnitude_key(x));
+  const KthKey kth = kth_largest_key_radix(x, k);
+  emit_by_threshold(x, kth.key, k - kth.greater, out_indices, out_values);
+  return TopkPath::radix;
+}
+
+// The sampled pivot: a key that, judging by a strided sample, a few more than k entries exceed.
+struct Pivot {
+  std::uint32_t key;
+  std::size_t capacity;
+};
+
+Pivot choose_pivot(std::span<const float> x, std::size_t k, TopkWorkspace& ws) {
+  const std::size_t n = x.size();
+  const double density = static_cast<double>(k) / static_cast<double>(n);
+  // Enough sample that about 32 sampled keys lie above the threshold, within [8 Ki, 64 Ki].
+  std::size_t sample = static_cast<std::size_t>(32.0 / density);
+  sample = std::clamp<std::size_t>(sample, std::size_t{8} << 10, std::size_t{64} << 10);
+  sample = std::min(sample, n / 8);
+  const std::size_t runs = std::max<std::size_t>(1, sample / kSampleRun);
+  const std::size_t stride = n / runs;
+  ws.keys.resize(runs * kSampleRun);
+  std::size_t s = 0;
+  for (std::size_t r = 0; r < runs; ++r) {
+    const std::size_t start = r * stride + (stride - kSampleRun) / 2;
+    for (std::size_t j = 0; j < kSampleRun; ++j) ws.keys[s++] = magnitude_key(x[start + j]);
+  }
+  const double m = static_cast<double>(s);
+  const double expected_rank = density * m;
+  // Four standard deviations of the binomial count plus a constant: the pivot lands below the
+  // true threshold except with tiny probability on data without structure.
+  auto rank = static_cast<std::size_t>(std::ceil(expected_rank + 4.0 * std::sqrt(expected_rank) + 8.0));
+  rank = std::min(rank, s);
+  auto nth = ws.keys.begin() + static_cast<std::ptrdiff_t>(rank - 1);
+  std::nth_element(ws.keys.begin(), nth, ws.keys.end(), std::greater<>());
+  const double expected_candidates = static_cast<double>(rank) * static_cast<double>(n) / m;
+  auto capacity = static_cast<std::size_t>(2.0 * expected_candidates) + k + 1024;
+  capacity = std::min(capacity, n);
+  return {*nth, capacity};
+}
+
+// Returns false if the sample misjudged and the caller must fall back.
+bool select_sampled(std::span<const float> x, std::size_t k, std::uint32_t* out_indices,
+                    float* out_values, TopkWorkspace& ws, TopkPath& path) {
+  const Pivot pivot = choose_pivot(x, k, ws);
+  const std::size_t padded = pivot.capacity + filter_padding();
+  if (ws.candidate_indices.size() < padded) {
+    ws.candidate_indices.resize(padded);
+    ws.candidate_values.resize(padded);
+  }
+  const FilterCounts counts = filter_greater(x, pivot.key, ws.candidate_indices.data(),
+                                             ws.candidate_values.data(), pivot.capacity);
+  throw_if_non_finite(x, counts.max_key);
+  if (counts.overflow()) return false;
+  const std::uint32_t* cand_idx = ws.candidate_indices.data();
+  const float* cand_val = ws.candidate_values.data();
+  const std::size_t found = counts.stored;
+
+  if (found >= k) {
+    // The k-th largest key lies above the pivot, so every entry that can be selected is a candidate.
+    ws.keys.resize(found);
+    for (std::size_t i = 0; i < found; ++i) ws.keys[i] = magnitude_key(cand_val[i]);
+    const KthKey kth = kth_largest_of_keys(ws.keys, k, ws.tie_indices);
+    std::size_t equal_needed = k - kth.greater;
+    std::size_t written = 0;
+    for (std::size_t i = 0; i < found; ++i) {
+      const std::uint32_t key = magnitude_key(cand_val[i]);
+      if (key > kth.key || (key == kth.key && equal_needed > 0)) {
+        if (key == kth.key) --equal_needed;
+        out_indices[written] = cand_idx[i];
+        out_values[written] = cand_val[i];
+        ++written;
+      }
+    }
+    path = TopkPath::sampled;
+    return true;
+  }
+  if (found + counts.equal < k) return false;  // pivot above the threshold
+
+  // The threshold is the pivot itself: take all candidates and the first ties, merged by index.
+  std::size_t ties_needed = k - found;
+  ws.tie_indices.clear();
+  const std::uint32_t tie_key = pivot.key;
+  for (std::size_t i = 0; i < x.size() && ties_needed > 0; ++i) {
+    if (magnitude_key(x[i]) == tie_key) {
+      ws.tie_indices.push_back(static_cast<std::uint32_t>(i));
+      --ties_needed;
+    }
+  }
+  std::size_t a = 0, b = 0, written = 0;
+  const std::size_t ties = ws.tie_indices.size();
+  while (a < found || b < ties) {
+    if (b == ties || (a < found && cand_idx[a] < ws.tie_indices[b])) {
+      out_indices[written] = cand_idx[a];
+      out_values[written] = cand_val[a];
+      ++a;
+    } else {
+      out_indices[written] = ws.tie_indices[b];
+      out_values[written] = x[ws.tie_indices[b]];
+      ++b;
+    }
+    ++written;
+  }
+  path = TopkPath::sampled_tie;
+  return true;
+}
+
+}  // namespace
+
+const char* to_string(TopkPath path) {
+  switch (path) {
+    case TopkPath::empty: return "empty";
+    case TopkPath::all: return "all";
+    case TopkPath::small: return "small";
+    case TopkPath::sampled: return "sampled";
+    case TopkPath::sampled_tie: return "sampled-tie";
+    case TopkPath::radix: return "radix";
+  }
+  return "?";
+}
+
+KthKey kth_largest_key_radix(std::span<const float> x, std::size_t k) {
+  SPARSGD_ENFORCE(k >= 1 && k <= x.size(), "radix select needs 1 <= k <= n");
+  // Keys have 31 significant bits: levels of 10, 11 and 10 bits, most significant first.
+  struct Level {
+    int shift;
+    std::uint32_t bins;
+  };
+  constexpr Level levels[] = {{21, 1024}, {10, 2048}, {0, 1024}};
+  std::vector<std::size_t> histogram;
+  std::uint32_t prefix = 0;
+  std::uint32_t prefix_mask = 0;
+  std::size_t remaining = k;  // rank of the answer among keys that share the prefix
+  for (const Level& level : levels) {
+    histogram.assign(level.bins, 0);
+    const std::uint32_t digit_mask = level.bins - 1;
+    for (const float v : x) {
+      const std::uint32_t key = magnitude_key(v);
+      if ((key & prefix_mask) == prefix) ++histogram[(key >> level.shift) & digit_mask];
+    }
+    std::uint32_t bin = level.bins;
+    while (bin > 0) {
+      --bin;
+      if (histogram[bin] >= remaining) break;
+      remaining -= histogram[bin];
+    }
+    prefix |= bin << level.shift;
+    prefix_mask |= digit_mask << level.shift;
+  }
+  return {prefix, k - remaining};
+}
+
+KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch) {
+  SPARSGD_ENFORCE(k >= 1 && k <= keys.size(), "k-th largest needs 1 <= k <= n");
+  // Level 1 over all keys: bits 30..20. Levels 2 and 3 over the threshold bin's keys only:
+  // bits 19..10 and 9..0.
+  std::uint32_t histogram[2048] = {};
+  for (const std::uint32_t key : keys) ++histogram[key >> 20];
+  std::size_t remaining = k;  // rank of the answer among the keys that share the prefix so far
+  auto descend = [&remaining](const std::uint32_t* counts, std::uint32_t bins) {
+    std::uint32_t bin = bins;
+    while (bin > 0) {
+      --bin;
+      if (counts[bin] >= remaining) break;
+      remaining -= counts[bin];
+    }
+    return bin;
+  };
+  const std::uint32_t top = descend(histogram, 2048);
+  scratch.clear();
+  for (const std::uint32_t key : keys) {
+    if ((key >> 20) == top) scratch.push_back(key);
+  }
+  std::uint32_t mid_counts[1024] = {};
+  for (const std::uint32_t key : scratch) ++mid_counts[(key >> 10) & 1023u];
+  const std::uint32_t mid = descend(mid_counts, 1024);
+  std::uint32_t low_counts[1024] = {};
+  for (const std::uint32_t key : scratch) {
+    if (((key >> 10) & 1023u) == mid) ++low_counts[key & 1023u];
+  }
+  const std::uint32_t low = descend(low_counts, 1024);
+  return {(top << 20) | (mid << 10) | low, k - remaining};
+}
+
+void emit_top_positions(std::span<const std::uint32_t> keys, KthKey kth, std::size_t k, std::uint32_t* out_positions,
+                        std::span<std::int32_t> slots) {
+  std::size_t written = 0;
+  std::size_t equal_left = k - kth.greater;
+  const bool with_slots = !slots.empty();
+  std::size_t i = 0;
+  // Branch-free while slots remain: the store to out_positions[written] is undone by not
+  // advancing `written` when the key is not taken.
+  for (; i < keys.size() && written < k; ++i) {
+    const std::uint32_t key = keys[i];
+    const std::size_t is_equal = key == kth.key;
+    const std::size_t take = (key > kth.key) | (is_equal & (equal_left > 0));
+    out_positions[written] = static_cast<std::uint32_t>(i);
+    if (with_slots) slots[i] = take ? static_cast<std::int32_t>(written) : -1;
+    written += take;
+    equal_left -= is_equal & take;
+  }
+  if (with_slots) {
+    for (; i < keys.size(); ++i) slots[i] = -1;
+  }
+}
+
+TopkPath topk(std::span<const float> x, std::size_t k, std::span<std::uint32_t> out_indices,
+              std::span<float> out_values, TopkWorkspace& workspace, const TopkOptions& options) {
+  const std::size_t n = x.size();
+  validate_k(n, k);
+  SPARSGD_ENFORCE_GE(out_indices.size(), k, "top-k index output is too short");
+  SPARSGD_ENFORCE_GE(out_values.size(), k, "top-k value output is too short");
+  if (n == 0) return TopkPath::empty;
+  if (k == n) {
+    throw_if_non_finite(x, max_magnitude_key(x));
+    for (std::size_t i = 0; i < n; ++i) {
+      out_indices[i] = static_cast<std::uint32_t>(i);
+      out_values[i] = x[i];
+    }
+    return TopkPath::all;
+  }
+  if (options.force_radix) return select_radix(x, k, out_indices.data(), out_values.data());
+  if (n < kSmallLength || k * kSmallDensityInverse > n) {
+    return select_small(x, k, out_indices.data(), out_values.data(), workspace);
+  }
+  TopkPath path = TopkPath::sampled;
+  if (select_sampled(x, k, out_indices.data(), out_values.data(), workspace, path)) return path;
+  return select_radix(x, k, out_indices.data(), out_values.data());
+}
+
+TopkPath topk(std::span<const float> x, std::size_t k, SparseVector& out, TopkWorkspace& workspace,
+              const TopkOptions& options) {
+  validate_k(x.size(), k);
+  out.dim = x.size();
+  out.resize(k);
+  return topk(x, k, out.indices, out.values, workspace, options);
+}
+
+}  // namespace sparsgd::select

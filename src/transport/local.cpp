@@ -1,0 +1,165 @@
+#include "sparsgd/transport/local.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace sparsgd::transport {
+
+LocalContext::LocalContext(int size) : size_(size), mailboxes_(static_cast<std::size_t>(size)) {
+  SPARSGD_ENFORCE(size >= 1, "worker count must be at least 1, got " << size);
+}
+
+void LocalContext::post(int source, int destination, int tag, std::vector<std::byte> data) {
+  {
+    std::lock_guard lock(mutex_);
+    if (aborted_) throw_aborted(source);
+    mailboxes_[static_cast<std::size_t>(destination)].queue.push_back({source, tag, std::move(data)});
+  }
+  mailboxes_[static_cast<std::size_t>(destination)].arrived.notify_one();
+}
+
+void LocalContext::throw_aborted(int rank) const {
+  throw TransportError("rank " + std::to_string(rank) + ": stopped because rank " + std::to_string(aborted_by_) +
+                       " failed: " + abort_reason_);
+}
+
+std::vector<std::byte> LocalContext::take(int destination, int source, int tag, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  Mailbox& mailbox = mailboxes_[static_cast<std::size_t>(destination)];
+  auto& queue = mailbox.queue;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (aborted_) throw_aborted(destination);
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
+      if (it->source == source && it->tag == tag) {
+        std::vector<std::byte> data = std::move(it->data);
+        queue.erase(it);
+        return data;
+      }
+    }
+    if (mailbox.arrived.wait_until(lock, deadline) == std::cv_status::timeout) {
+      // One last look: the message may have arrived with the timeout.
+      for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if (it->source == source && it->tag == tag) {
+          std::vector<std::byte> data = std::move(it->data);
+          queue.erase(it);
+            return data;
+        }
+      }
+      throw TransportError("rank " + std::to_string(destination) + ": timed out after " +
+                           std::to_string(timeout.count()) + " ms waiting for a message from rank " +
+                           std::to_string(source) + " (tag " + std::to_string(tag) + ")");
+    }
+  }
+}
+
+void LocalContext::barrier(int rank, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (aborted_) throw_aborted(rank);
+  const std::uint64_t generation = barrier_generation_;
+  if (++barrier_waiting_ == size_) {
+    barrier_waiting_ = 0;
+    ++barrier_generation_;
+    barrier_changed_.notify_all();
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (barrier_generation_ == generation) {
+    if (aborted_) throw_aborted(rank);
+    if (barrier_changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        barrier_generation_ == generation) {
+      throw TransportError("rank " + std::to_string(rank) + ": timed out after " + std::to_string(timeout.count()) +
+                           " ms in a barrier (" + std::to_string(barrier_waiting_) + " of " +
+                           std::to_string(size_) + " workers arrived)");
+    }
+  }
+}
+
+void LocalContext::abort(int rank, const std::string& reason) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (aborted_) return;
+    aborted_ = true;
+    aborted_by_ = rank;
+    abort_reason_ = reason;
+  }
+  for (Mailbox& mailbox : mailboxes_) mailbox.arrived.notify_all();
+  barrier_changed_.notify_all();
+}
+
+bool LocalContext::aborted() const {
+  std::lock_guard lock(mutex_);
+  return aborted_;
+}
+
+LocalTransport::LocalTransport(std::shared_ptr<LocalContext> context, int rank)
+    : context_(std::move(context)), rank_(rank) {
+  SPARSGD_ENFORCE(rank >= 0 && rank < context_->size(), "rank out of range");
+}
+
+void LocalTransport::barrier() { context_->barrier(rank_, timeout()); }
+
+void LocalTransport::abort(const std::string& reason) noexcept { context_->abort(rank_, reason); }
+
+void LocalTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
+  context_->post(rank_, peer, tag, std::vector<std::byte>(data.begin(), data.end()));
+}
+
+std::size_t LocalTransport::do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  std::vector<std::byte> data = context_->take(rank_, peer, tag, timeout());
+  if (data.size() > max_bytes) {
+    throw TransportError("rank " + std::to_string(rank_) + ": message from rank " + std::to_string(peer) + " has " +
+                         std::to_string(data.size()) + " bytes, more than the " + std::to_string(max_bytes) +
+                         " expected");
+  }
+  buffer = std::move(data);
+  return buffer.size();
+}
+
+void run_local_workers(int workers, const std::function<void(Transport&)>& body, std::chrono::milliseconds timeout) {
+  auto context = std::make_shared<LocalContext>(workers);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
+  std::vector<bool> caused_by_abort(static_cast<std::size_t>(workers), false);
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(workers));
+  for (int r = 0; r < workers; ++r) {
+    threads.emplace_back([&, r] {
+      LocalTransport transport(context, r);
+      transport.set_timeout(timeout);
+      try {
+        body(transport);
+      } catch (const std::exception& e) {
+        const bool was_aborted = context->aborted();
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+        caused_by_abort[static_cast<std::size_t>(r)] = was_aborted;
+        context->abort(r, e.what());
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+        context->abort(r, "unknown error");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Report the root cause: an error raised before the run was aborted.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int r = 0; r < workers; ++r) {
+      const auto& error = errors[static_cast<std::size_t>(r)];
+      if (!error || (pass == 0 && caused_by_abort[static_cast<std::size_t>(r)])) continue;
+      try {
+        std::rethrow_exception(error);
+      } catch (const TransportError&) {
+        throw;
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument("worker " + std::to_string(r) + ": " + e.what());
+      } catch (const InvalidData& e) {
+        throw InvalidData("worker " + std::to_string(r) + ": " + e.what());
+      } catch (const std::exception& e) {
+        throw TransportError("worker " + std::to_string(r) + " failed: " + e.what());
+      } catch (...) {
+        throw TransportError("worker " + std::to_string(r) + " failed with an unknown error");
+      }
+    }
+  }
+}
+
+}  // namespace sparsgd::transport

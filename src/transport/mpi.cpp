@@ -1,0 +1,172 @@
+#include "sparsgd/transport/mpi.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace sparsgd::transport {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// Polls with a short spin, then sleeps a little between polls so that ranks sharing cores leave
+// them to the ones with work.
+class Poller {
+ public:
+  void pause() {
+    if (++spins_ > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins_ > 1024 ? 200 : 20));
+  }
+
+ private:
+  int spins_ = 0;
+};
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw TransportError(std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  }
+}
+
+}  // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    owns_ = true;
+  }
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_ && !finalized) MPI_Finalize();
+}
+
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+MpiTransport::MpiTransport(MPI_Comm comm) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw TransportError("MPI is not initialized (create an MpiSession first)");
+  check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  // Errors come back as codes and become exceptions instead of aborting inside MPI.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiTransport::~MpiTransport() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+void MpiTransport::wait(MPI_Request& request, const std::string& what) {
+  const auto deadline = clock::now() + timeout();
+  Poller poller;
+  int done = 0;
+  while (true) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    if (clock::now() > deadline) {
+      MPI_Cancel(&request);
+      throw TransportError("rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout().count()) +
+                           " ms " + what);
+    }
+    poller.pause();
+  }
+}
+
+void MpiTransport::barrier() {
+  MPI_Request request;
+  check(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+  wait(request, "in a barrier");
+}
+
+void MpiTransport::abort(const std::string& reason) noexcept {
+  std::fprintf(stderr, "sparsgd: rank %d: aborting the MPI job: %s\n", rank_, reason.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+void MpiTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
+  MPI_Request request;
+  check(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, peer, tag, comm_, &request), "MPI_Isend");
+  wait(request, "sending to rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
+}
+
+std::size_t MpiTransport::do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  const auto deadline = clock::now() + timeout();
+  Poller poller;
+  MPI_Status status;
+  int ready = 0;
+  while (true) {
+    check(MPI_Iprobe(peer, tag, comm_, &ready, &status), "MPI_Iprobe");
+    if (ready) break;
+    if (clock::now() > deadline) {
+      throw TransportError("rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout().count()) +
+                           " ms waiting for a message from rank " + std::to_string(peer) + " (tag " +
+                           std::to_string(tag) + ")");
+    }
+    poller.pause();
+  }
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  if (count < 0 || static_cast<std::size_t>(count) > max_bytes) {
+    throw TransportError("rank " + std::to_string(rank_) + ": message from rank " + std::to_string(peer) + " has " +
+                         std::to_string(count) + " bytes, more than the " + std::to_string(max_bytes) + " expected");
+  }
+  buffer.resize(static_cast<std::size_t>(count));
+  check(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+  return buffer.size();
+}
+
+std::size_t MpiTransport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
+                                      int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  MPI_Request request;
+  check(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, send_peer, send_tag, comm_, &request),
+        "MPI_Isend");
+  const std::size_t bytes = do_recv(recv_peer, recv_tag, buffer, max_bytes);
+  wait(request, "sending to rank " + std::to_string(send_peer) + " (tag " + std::to_string(send_tag) + ")");
+  return bytes;
+}
+
+bool MpiTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {
+  // MPI_Allreduce with differing counts is undefined behaviour, so agree on the parameters first.
+  std::vector<std::uint64_t> low(must_agree.begin(), must_agree.end()), high(low);
+  MPI_Request request;
+  check(MPI_Iallreduce(MPI_IN_PLACE, low.data(), static_cast<int>(low.size()), MPI_UINT64_T, MPI_MIN, comm_, &request),
+        "MPI_Iallreduce");
+  wait(request, "agreeing on the allreduce parameters");
+  check(MPI_Iallreduce(MPI_IN_PLACE, high.data(), static_cast<int>(high.size()), MPI_UINT64_T, MPI_MAX, comm_,
+                       &request),
+        "MPI_Iallreduce");
+  wait(request, "agreeing on the allreduce parameters");
+  if (low != high) {
+    throw TransportError("rank " + std::to_string(rank_) +
+                         ": ranks disagree on the dense allreduce's algorithm, n or k (all ranks must use the same)");
+  }
+  check(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_FLOAT, MPI_SUM, comm_,
+                       &request),
+        "MPI_Iallreduce");
+  wait(request, "in MPI_Allreduce of " + std::to_string(values.size()) + " floats");
+  // Counted as the ring allreduce would send: MPI's own algorithm choice is not visible here.
+  const auto p = static_cast<std::uint64_t>(size_);
+  const std::uint64_t bytes = p > 1 ? 2 * (p - 1) * values.size() * 4 / p : 0;
+  count_traffic(bytes, 2 * (p - 1), bytes, 2 * (p - 1));
+  return true;
+}
+
+}  // namespace sparsgd::transport

@@ -1,0 +1,130 @@
+#include "sparsgd/transport/network_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+namespace sparsgd::transport {
+namespace {
+
+double parse_number(const std::string& text, const std::string& spec) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument("trailing characters");
+    return v;
+  } catch (const std::exception&) {
+    throw InvalidArgument("network '" + spec + "': '" + text + "' is not a number");
+  }
+}
+
+constexpr std::size_t kStampBytes = sizeof(double);
+
+}  // namespace
+
+NetworkSpec parse_network(const std::string& spec) {
+  if (spec == "none" || spec.empty()) return {"none", 0.0, 0.0};
+  if (spec == "1gbe") return {spec, 50e-6, 1e9 / 8.0};
+  if (spec == "10gbe") return {spec, 20e-6, 10e9 / 8.0};
+  if (spec == "paper-1gbe") return {spec, 0.436e-3, 1.0 / 9e-9};
+  const std::string usage = " (expected none, 1gbe, 10gbe, paper-1gbe or alpha=SECONDS,bw=BITS_PER_SECOND)";
+  const auto comma = spec.find(',');
+  if (spec.rfind("alpha=", 0) == 0 && comma != std::string::npos && spec.compare(comma + 1, 3, "bw=") == 0) {
+    const double alpha = parse_number(spec.substr(6, comma - 6), spec);
+    const double bits = parse_number(spec.substr(comma + 4), spec);
+    if (!std::isfinite(alpha) || alpha < 0.0) throw InvalidArgument("network '" + spec + "': alpha must be >= 0 seconds");
+    if (!std::isfinite(bits) || bits <= 0.0) throw InvalidArgument("network '" + spec + "': bw must be > 0 bits per second");
+    return {spec, alpha, bits / 8.0};
+  }
+  throw InvalidArgument("unknown network '" + spec + "'" + usage);
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+SimulatedNetwork::SimulatedNetwork(Transport& inner, NetworkSpec spec) : inner_(inner), spec_(std::move(spec)) {
+  SPARSGD_ENFORCE(spec_.enabled(), "SimulatedNetwork needs a network with a bandwidth");
+  set_timeout(inner.timeout());
+  mark_compute();
+}
+
+void SimulatedNetwork::charge_compute() { clock_ += std::max(0.0, thread_cpu_seconds() - cpu_mark_); }
+void SimulatedNetwork::mark_compute() { cpu_mark_ = thread_cpu_seconds(); }
+
+double SimulatedNetwork::now() {
+  charge_compute();
+  mark_compute();
+  return clock_;
+}
+
+void SimulatedNetwork::set_clock(double seconds) {
+  clock_ = seconds;
+  link_free_ = std::min(link_free_, seconds);
+  mark_compute();
+}
+
+void SimulatedNetwork::barrier() {
+  charge_compute();
+  inner_.set_timeout(timeout());
+  inner_.barrier();
+  mark_compute();
+}
+
+void SimulatedNetwork::frame_outgoing(std::span<const std::byte> data) {
+  const double depart = std::max(clock_, link_free_);
+  const double transmit = static_cast<double>(data.size()) / spec_.bytes_per_second;
+  link_free_ = depart + transmit;
+  const double arrival = link_free_ + spec_.alpha_seconds;
+  clock_ = link_free_;
+  framed_.resize(kStampBytes + data.size());
+  std::memcpy(framed_.data(), &arrival, kStampBytes);
+  if (!data.empty()) std::memcpy(framed_.data() + kStampBytes, data.data(), data.size());
+}
+
+std::size_t SimulatedNetwork::unframe_incoming(int peer, std::vector<std::byte>& buffer, std::size_t framed) {
+  if (framed < kStampBytes) {
+    throw TransportError("rank " + std::to_string(rank()) + ": message from rank " + std::to_string(peer) +
+                         " lacks the network model's time stamp");
+  }
+  double arrival = 0.0;
+  std::memcpy(&arrival, buffer.data(), kStampBytes);
+  buffer.erase(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(kStampBytes));
+  if (!std::isfinite(arrival)) throw TransportError("corrupt time stamp from rank " + std::to_string(peer));
+  clock_ = std::max(clock_, arrival);
+  return framed - kStampBytes;
+}
+
+void SimulatedNetwork::do_send(int peer, int tag, std::span<const std::byte> data) {
+  charge_compute();
+  frame_outgoing(data);
+  inner_.set_timeout(timeout());
+  inner_.send(peer, tag, framed_);
+  mark_compute();
+}
+
+std::size_t SimulatedNetwork::do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  charge_compute();
+  inner_.set_timeout(timeout());
+  const std::size_t framed = inner_.recv(peer, tag, buffer, max_bytes + kStampBytes);
+  const std::size_t bytes = unframe_incoming(peer, buffer, framed);
+  mark_compute();
+  return bytes;
+}
+
+std::size_t SimulatedNetwork::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
+                                          int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  charge_compute();
+  frame_outgoing(data);
+  inner_.set_timeout(timeout());
+  const std::size_t framed =
+      inner_.sendrecv(send_peer, send_tag, framed_, recv_peer, recv_tag, buffer, max_bytes + kStampBytes);
+  const std::size_t bytes = unframe_incoming(recv_peer, buffer, framed);
+  mark_compute();
+  return bytes;
+}
+
+}  // namespace sparsgd::transport

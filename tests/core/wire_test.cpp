@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sparsgd/core/wire.hpp"
+
+namespace sparsgd::wire {
+namespace {
+
+const Expectation kExpect{3, 100, 4, 4, 5, "gtopk"};
+
+std::vector<std::byte> message(std::vector<std::uint32_t> idx, std::vector<float> val, std::uint32_t algorithm = 3,
+                               std::uint32_t n = 100, std::uint32_t k = 4, std::vector<std::uint8_t> mask = {}) {
+  std::vector<std::byte> out;
+  encode_sparse(algorithm, n, k, idx, val, mask, out);
+  return out;
+}
+
+void expect_error(const std::vector<std::byte>& msg, const std::string& fragment, std::size_t mask_bits = SIZE_MAX) {
+  SparseVector out;
+  std::vector<std::uint8_t> mask;
+  try {
+    decode_sparse(msg, kExpect, out, mask, mask_bits);
+    FAIL() << "expected a WireError mentioning '" << fragment << "'";
+  } catch (const WireError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Wire, SparseRoundTripWithMask) {
+  const auto msg = message({1, 5, 99}, {1.5f, -2.0f, 0.0f}, 3, 100, 4, {1, 0, 1});
+  EXPECT_EQ(msg.size(), sparse_message_bytes(3, 3));
+  SparseVector out;
+  std::vector<std::uint8_t> mask;
+  decode_sparse(msg, kExpect, out, mask, 3);
+  EXPECT_EQ(out.dim, 100u);
+  EXPECT_EQ(out.indices, (std::vector<std::uint32_t>{1, 5, 99}));
+  EXPECT_EQ(out.values, (std::vector<float>{1.5f, -2.0f, 0.0f}));
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 0, 1}));
+  EXPECT_EQ(sparse_message_length(msg, kExpect), msg.size());
+}
+
+TEST(Wire, EmptyMessage) {
+  SparseVector out;
+  std::vector<std::uint8_t> mask;
+  decode_sparse(message({}, {}), kExpect, out, mask, 0);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(Wire, RejectsMalformedSparseMessages) {
+  expect_error(message({1, 100}, {1.0f, 2.0f}), "out of range");
+  expect_error(message({5, 5}, {1.0f, 2.0f}), "ascending");
+  expect_error(message({7, 3}, {1.0f, 2.0f}), "ascending");
+  expect_error(message({1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}), "exceeds the capacity");
+  expect_error(message({1}, {std::numeric_limits<float>::quiet_NaN()}), "non-finite");
+  expect_error(message({1}, {std::numeric_limits<float>::infinity()}), "non-finite");
+  expect_error(message({1}, {1.0f}, 4), "aggregation algorithm");
+  expect_error(message({1}, {1.0f}, 3, 101), "n = 101");
+  expect_error(message({1}, {1.0f}, 3, 100, 5), "k = 5");
+  expect_error(message({1}, {1.0f}, 3, 100, 4, {1}), "mask of 1 bits", 0);
+  auto truncated = message({1, 2}, {1.0f, 2.0f});
+  truncated.pop_back();
+  expect_error(truncated, "truncated");
+  auto overlong = message({1, 2}, {1.0f, 2.0f});
+  overlong.push_back(std::byte{0});
+  expect_error(overlong, "overlong");
+  expect_error(std::vector<std::byte>(7), "shorter than the");
+  auto bad_magic = message({1}, {1.0f});
+  bad_magic[3] = std::byte{0};
+  expect_error(bad_magic, "magic");
+  // A count field that claims more than the bytes present, within capacity.
+  auto lying = message({1}, {1.0f});
+  const std::uint32_t three = 3;
+  std::memcpy(lying.data() + 12, &three, 4);
+  expect_error(lying, "truncated");
+}
+
+TEST(Wire, DenseRoundTripAndErrors) {
+  std::vector<std::byte> msg;
+  const std::vector<float> values = {1.0f, 2.0f, 3.0f};
+  encode_dense(3, 100, 4, values, 0xabcdu, msg);
+  std::vector<float> out(3);
+  Expectation e = kExpect;
+  e.capacity = 10;
+  EXPECT_EQ(decode_dense(msg, e, 3, out), 0xabcdu);
+  EXPECT_EQ(out, values);
+  EXPECT_THROW(decode_dense(msg, e, 4, out), WireError);
+  msg.pop_back();
+  EXPECT_THROW(decode_dense(msg, e, 3, out), WireError);
+  const std::vector<float> bad = {std::nanf("")};
+  encode_dense(3, 100, 4, bad, 0, msg);
+  EXPECT_THROW(decode_dense(msg, e, 1, out), WireError);
+}
+
+}  // namespace
+}  // namespace sparsgd::wire

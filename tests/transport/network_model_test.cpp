@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "sparsgd/transport/local.hpp"
+#include "sparsgd/transport/network_model.hpp"
+
+namespace sparsgd::transport {
+namespace {
+
+TEST(NetworkSpec, ParsesPresetsAndCustomSpecs) {
+  EXPECT_FALSE(parse_network("none").enabled());
+  const NetworkSpec paper = parse_network("paper-1gbe");
+  EXPECT_DOUBLE_EQ(paper.alpha_seconds, 0.436e-3);
+  EXPECT_NEAR(1.0 / paper.bytes_per_second, 9e-9, 1e-18);
+  const NetworkSpec gbe = parse_network("1gbe");
+  EXPECT_DOUBLE_EQ(gbe.bytes_per_second, 125e6);
+  EXPECT_DOUBLE_EQ(gbe.alpha_seconds, 50e-6);
+  const NetworkSpec custom = parse_network("alpha=0.001,bw=8e6");
+  EXPECT_DOUBLE_EQ(custom.alpha_seconds, 0.001);
+  EXPECT_DOUBLE_EQ(custom.bytes_per_second, 1e6);
+  EXPECT_DOUBLE_EQ(custom.message_seconds(1000), 0.002);
+}
+
+TEST(NetworkSpec, RejectsBadSpecs) {
+  for (const char* bad : {"2gbe", "alpha=1", "alpha=x,bw=1e9", "alpha=-1,bw=1e9", "alpha=0,bw=0", "alpha=0,bw=nan",
+                          "alpha=0,bw=1e9junk", "bw=1e9,alpha=0"}) {
+    EXPECT_THROW(parse_network(bad), InvalidArgument) << bad;
+  }
+}
+
+TEST(SimulatedNetwork, ChargesAlphaPlusBytesOverBandwidth) {
+  const NetworkSpec spec = parse_network("alpha=0.01,bw=8e6");  // 10 ms + 1 us per byte
+  std::vector<double> clocks(2);
+  run_local_workers(2, [&](Transport& base) {
+    SimulatedNetwork net(base, spec);
+    std::vector<std::byte> buffer;
+    std::vector<std::byte> payload(5000);
+    if (base.rank() == 0) {
+      net.send(1, 1, payload);
+      clocks[0] = net.now();
+    } else {
+      net.recv(0, 1, buffer, payload.size());
+      EXPECT_EQ(buffer.size(), payload.size());
+      clocks[1] = net.now();
+    }
+    EXPECT_EQ(net.counters().bytes_sent + net.counters().bytes_received, payload.size());
+  });
+  // The sender is busy for 5 ms pushing the bytes; the receiver has them 10 ms later. Compute
+  // time (a few microseconds of CPU) also lands on the clocks.
+  EXPECT_NEAR(clocks[0], 0.005, 0.002);
+  EXPECT_NEAR(clocks[1], 0.015, 0.002);
+  EXPECT_GE(clocks[1], 0.015);
+}
+
+TEST(SimulatedNetwork, ALinkSendsOneMessageAtATime) {
+  const NetworkSpec spec = parse_network("alpha=0,bw=8e6");  // 1 us per byte, no latency
+  double last_arrival = 0.0;
+  run_local_workers(3, [&](Transport& base) {
+    SimulatedNetwork net(base, spec);
+    std::vector<std::byte> buffer, payload(10000);
+    if (base.rank() == 0) {
+      net.send(1, 1, payload);  // 10 ms
+      net.send(2, 1, payload);  // queued behind it: leaves at 10 ms, arrives at 20 ms
+    } else if (base.rank() == 2) {
+      net.recv(0, 1, buffer, payload.size());
+      last_arrival = net.now();
+    } else {
+      net.recv(0, 1, buffer, payload.size());
+    }
+  });
+  EXPECT_NEAR(last_arrival, 0.020, 0.002);
+  EXPECT_GE(last_arrival, 0.020);
+}
+
+}  // namespace
+}  // namespace sparsgd::transport
