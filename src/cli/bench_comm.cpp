@@ -57,10 +57,30 @@ struct WorkerRecord {
   std::vector<double> sim_ready_ms;    // selection ready, aggregation starts
   std::vector<double> sim_summed_ms;   // aggregation done
   std::vector<std::vector<std::uint8_t>> consumed;    // per iteration
-  std::vector<collectives::Aggregation> results;      // per iteration (kept for verification)
+  // Kept in full only where `keep_results` (one worker in-process, every rank under MPI); the
+  // other workers keep digests, which must equal the kept worker's (every rank gets the same sum).
+  bool keep_results = false;
+  std::vector<collectives::Aggregation> results;      // per iteration
+  std::vector<std::uint64_t> sum_digests;             // per iteration
   transport::TrafficCounters counters;
-  std::vector<float> residual;                        // after the last iteration
+  std::uint64_t residual_digest = 0;                  // after the last iteration
 };
+
+// FNV-1a over raw bytes: a bitwise fingerprint of sums and residuals.
+std::uint64_t digest(std::span<const std::byte> bytes, std::uint64_t h = 0xcbf29ce484222325ULL) {
+  for (const std::byte b : bytes) {
+    h ^= std::to_integer<std::uint64_t>(b);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::uint64_t digest_of(const std::vector<float>& dense) { return digest(std::as_bytes(std::span(dense))); }
+
+std::uint64_t digest_of(const collectives::Aggregation& a) {
+  if (a.dense) return digest_of(a.dense_sum);
+  return digest(std::as_bytes(std::span(a.sum.values)), digest(std::as_bytes(std::span(a.sum.indices))));
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -129,14 +149,14 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
       record.sim_ready_ms.push_back(1e3 * times.compress_cpu_seconds);
       record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start - times.feedback_cpu_seconds));
     }
-    record.consumed.push_back(result.consumed);
-    if (o.verify) record.results.push_back(result);
+    if (o.verify) {
+      record.consumed.push_back(result.consumed);
+      record.sum_digests.push_back(digest_of(result));
+      if (record.keep_results) record.results.push_back(result);
+    }
   }
   record.counters = comm.counters();
-  if (o.verify) {
-    const auto residual = exchange.feedback().residual();
-    record.residual.assign(residual.begin(), residual.end());
-  }
+  if (o.verify) record.residual_digest = digest(std::as_bytes(exchange.feedback().residual()));
 }
 
 bool same_sum(const collectives::Aggregation& got, const collectives::ReferenceAggregation& want, bool exact) {
@@ -165,9 +185,10 @@ struct Verification {
 };
 
 // Replays all P workers serially with the reference semantics and compares the workers in
-// `checked` (all of them in-process; its own rank under MPI). Conservation, at the last
-// iteration: sum_w acc_w == aggregated + sum_w residual_w, measured on the distributed results
-// (`conservation` accumulates sum_w (acc_w - residual_w) - aggregated for the checked workers).
+// `checked` (all of them in-process; its own rank under MPI): sums, consumed entries, final
+// residuals (bitwise, by digest). For conservation at the last iteration, `consumed_sum`
+// receives sum_w (acc_w - residual_w), the part of every worker's acc that left its residual;
+// once the residuals are known to match, it must equal the aggregated sum.
 Verification verify(const CommOptions& o, int workers, const std::vector<std::pair<int, const WorkerRecord*>>& checked,
                     std::vector<double>& consumed_sum) {
   Verification v;
@@ -194,28 +215,40 @@ Verification verify(const CommOptions& o, int workers, const std::vector<std::pa
                                                         selections[static_cast<std::size_t>(w)]);
     }
     const collectives::ReferenceAggregation want = collectives::reference_aggregate(o.aggregator, selections, k);
+    const auto ii = static_cast<std::size_t>(it);
+    std::uint64_t kept_digest = 0;
     for (const auto& [w, record] : checked) {
-      const auto iw = static_cast<std::size_t>(w);
-      const auto& got = record->results[static_cast<std::size_t>(it)];
-      if (!same_sum(got, want, exact)) mismatch(fmt::format("worker {} iteration {}: aggregated sum differs", w, it));
-      if (record->consumed[static_cast<std::size_t>(it)] != want.consumed[iw]) {
-        mismatch(fmt::format("worker {} iteration {}: consumed entries differ", w, it));
+      if (!record->keep_results) continue;
+      if (!same_sum(record->results[ii], want, exact)) {
+        mismatch(fmt::format("worker {} iteration {}: aggregated sum differs from the reference", w, it));
       }
-      if (last) {
-        // The distributed acc equals the reference acc when everything above matched.
-        for (std::size_t i = 0; i < o.n; ++i) consumed_sum[i] += static_cast<double>(residual[iw][i]) - record->residual[i];
+      kept_digest = record->sum_digests[ii];
+    }
+    for (const auto& [w, record] : checked) {
+      if (record->sum_digests[ii] != kept_digest) {
+        mismatch(fmt::format("worker {} iteration {}: its sum differs from the other workers'", w, it));
+      }
+      if (record->consumed[ii] != want.consumed[static_cast<std::size_t>(w)]) {
+        mismatch(fmt::format("worker {} iteration {}: consumed entries differ from the reference", w, it));
       }
     }
     for (int w = 0; w < workers; ++w) {
       const auto iw = static_cast<std::size_t>(w);
+      std::vector<float>& res = residual[iw];
+      if (last) {
+        // res holds acc_w here; after the update below it holds the residual.
+        for (std::size_t e = 0; e < selections[iw].size(); ++e) {
+          if (want.consumed[iw][e]) consumed_sum[selections[iw].indices[e]] += res[selections[iw].indices[e]];
+        }
+      }
       for (std::size_t e = 0; e < selections[iw].size(); ++e) {
-        if (want.consumed[iw][e]) residual[iw][selections[iw].indices[e]] = 0.0f;
+        if (want.consumed[iw][e]) res[selections[iw].indices[e]] = 0.0f;
       }
     }
     if (last) {
       for (const auto& [w, record] : checked) {
-        if (residual[static_cast<std::size_t>(w)] != record->residual) {
-          mismatch(fmt::format("worker {}: final residual differs", w));
+        if (digest(std::as_bytes(std::span(residual[static_cast<std::size_t>(w)]))) != record->residual_digest) {
+          mismatch(fmt::format("worker {}: final residual differs from the reference", w));
         }
       }
     }
@@ -342,6 +375,7 @@ void validate_options(const CommOptions& o) {
 void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
   SPARSGD_ENFORCE(o.workers >= 1 && o.workers <= 4096, "--workers must be in [1, 4096], got " << o.workers);
   std::vector<WorkerRecord> records(static_cast<std::size_t>(o.workers));
+  records[0].keep_results = true;
   transport::run_local_workers(
       o.workers, [&](transport::Transport& t) { run_worker(o, network, t, records[static_cast<std::size_t>(t.rank())]); },
       std::chrono::milliseconds(o.timeout_ms));
@@ -405,9 +439,9 @@ void run_mpi_rank(const CommOptions& o, const transport::NetworkSpec& network) {
   transport::MpiTransport t;
   t.set_timeout(std::chrono::milliseconds(o.timeout_ms));
   WorkerRecord record;
+  record.keep_results = true;
   run_worker(o, network, t, record);
-  // Each rank checks itself against the full serial replay; conservation needs the sum over ranks
-  // of what each consumed, taken with the library's dense allreduce.
+  // Each rank checks itself against the full serial replay of all ranks.
   double matches = 1.0, conservation = 0.0;
   std::string first_mismatch;
   if (o.verify) {
@@ -415,17 +449,7 @@ void run_mpi_rank(const CommOptions& o, const transport::NetworkSpec& network) {
     const Verification v = verify(o, t.size(), {{t.rank(), &record}}, consumed_sum);
     matches = v.matches ? 1.0 : 0.0;
     first_mismatch = v.first_mismatch;
-    SparseVector mine;
-    mine.dim = o.n;
-    mine.resize(o.n);
-    for (std::size_t i = 0; i < o.n; ++i) {
-      mine.indices[i] = static_cast<std::uint32_t>(i);
-      mine.values[i] = static_cast<float>(consumed_sum[i]);
-    }
-    collectives::Aggregation total;
-    collectives::make_aggregator("dense")->aggregate(t, mine, o.n, total);
-    std::vector<double> summed(total.dense_sum.begin(), total.dense_sum.end());
-    conservation = conservation_error(summed, record.results.back());
+    conservation = conservation_error(consumed_sum, record.results.back());
     if (!first_mismatch.empty()) std::fprintf(stderr, "sparsgd: rank %d: %s\n", t.rank(), first_mismatch.c_str());
   }
   std::vector<double> summary = {matches, conservation, static_cast<double>(record.counters.bytes_sent),

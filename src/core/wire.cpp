@@ -118,14 +118,21 @@ void decode_sparse(std::span<const std::byte> message, const Expectation& expect
     std::memcpy(out.indices.data(), p, 4 * count);
     std::memcpy(out.values.data(), p + 4 * count, 4 * count);
   }
+  // Branch-free checks first (they vectorize); the slow loop below only names the culprit.
+  const std::uint32_t* idx = out.indices.data();
+  const float* val = out.values.data();
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] >= h.n);
+  for (std::size_t i = 1; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] <= idx[i - 1]);
   for (std::size_t i = 0; i < count; ++i) {
-    if (out.indices[i] >= h.n) {
-      fail(expect, "index " + std::to_string(out.indices[i]) + " out of range for n = " + std::to_string(h.n));
-    }
-    if (i > 0 && out.indices[i] <= out.indices[i - 1]) fail(expect, "indices not strictly ascending");
-    if (!std::isfinite(out.values[i])) {
-      fail(expect, "non-finite value at index " + std::to_string(out.indices[i]));
-    }
+    std::uint32_t bits;
+    std::memcpy(&bits, &val[i], 4);
+    bad |= static_cast<std::uint32_t>((bits & 0x7FFFFFFFu) >= 0x7F800000u);
+  }
+  for (std::size_t i = 0; bad && i < count; ++i) {
+    if (idx[i] >= h.n) fail(expect, "index " + std::to_string(idx[i]) + " out of range for n = " + std::to_string(h.n));
+    if (i > 0 && idx[i] <= idx[i - 1]) fail(expect, "indices not strictly ascending");
+    if (!std::isfinite(val[i])) fail(expect, "non-finite value at index " + std::to_string(idx[i]));
   }
   const std::byte* m = p + 8 * count;
   mask.resize(h.extra);

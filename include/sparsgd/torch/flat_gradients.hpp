@@ -1,0 +1,45 @@
+#pragma once
+// One flat float buffer over all of a model's parameters: the compressors and aggregators work on
+// a single span of n floats, while LibTorch keeps one tensor per layer. Copies are one memcpy per
+// parameter; the layout (parameter order, [begin, end) ranges) is fixed at construction.
+
+#include <cstddef>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace sparsgd::torch_layer {
+
+class FlatParameters {
+ public:
+  // `parameters` are typically module.parameters(). Each must be a defined, contiguous float32
+  // CPU tensor; anything else throws sparsgd::InvalidArgument naming the parameter's position.
+  // The tensors are held by handle, so gradients the module computes later are seen here.
+  explicit FlatParameters(std::vector<torch::Tensor> parameters);
+
+  // Total number of scalars over all parameters.
+  std::size_t size() const { return size_; }
+
+  // Writes the concatenation of every parameter's .grad() in parameter order; a parameter whose
+  // gradient is undefined (it took no part in the loss) contributes zeros.
+  void gather_gradients(std::span<float> out) const;
+  // Overwrites every parameter's .grad() from `in`, defining the gradient where it is undefined.
+  void scatter_gradients(std::span<const float> in);
+
+  // The same for the parameter values (broadcast of initial parameters, checkpoints). Writes do
+  // not record autograd history and keep the parameters leaves that require grad.
+  void gather_values(std::span<float> out) const;
+  void scatter_values(std::span<const float> in);
+
+  // [begin, end) of each parameter in the flat buffer, in parameter order.
+  const std::vector<std::pair<std::size_t, std::size_t>>& layer_ranges() const { return ranges_; }
+
+ private:
+  std::vector<torch::Tensor> parameters_;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace sparsgd::torch_layer
