@@ -12,6 +12,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev
+  dataset-fashion-mnist # Fashion-MNIST (gzipped IDX) for the torch layer's loader and training
 )
 missing=()
 for p in "${packages[@]}"; do

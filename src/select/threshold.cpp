@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
@@ -48,27 +49,59 @@ std::uint32_t sampled_initial_key(std::span<const float> x, std::size_t k, std::
 // Standard normal two-sided inverse: the z with P(|Z| > z) = p.
 double standard_z(double p) { return gaussian_two_sided_threshold(p, 0.0, 1.0); }
 
-// Next pivot from the count at the last one: fit a zero-mean Gaussian whose tail matches the
-// observed count, read off the magnitude for k, and keep it strictly inside the bracket
-// (low, high) of keys known to pass too many and too few; bisect the keys otherwise.
-std::uint32_t corrected_key(std::uint32_t pivot, std::size_t count, std::size_t n, std::size_t k,
-                            std::uint32_t low, std::uint32_t high) {
+// What is known about the pivot: keys that passed too many (low) and too few (high) entries, with
+// those counts.
+struct Bracket {
+  std::uint32_t low = 0;
+  std::size_t low_count = 0;
+  bool low_known = false;
+  std::uint32_t high = kNonFiniteKey;
+  std::size_t high_count = 0;
+  // The observation before the last one with a non-zero count, for a secant in log-log space.
+  std::uint32_t previous_pivot = 0;
+  std::size_t previous_count = 0;
+};
+
+// Next pivot from the count at the last one. With two observations, a secant of log(count)
+// against log(threshold): exact for power-law tails (heavy-tailed gradients) and quick for
+// Gaussian ones. With one, fit a zero-mean Gaussian whose tail matches the count. If the guess
+// leaves the bracket, interpolate the count linearly between the bracket's ends; failing that,
+// bisect the keys. The result lies strictly inside the bracket.
+std::uint32_t corrected_key(std::uint32_t pivot, std::size_t count, std::size_t n, std::size_t k, const Bracket& b) {
+  const std::uint32_t lowest = b.low_known ? b.low + 1 : 0;
+  auto inside = [&](double magnitude) -> std::optional<std::uint32_t> {
+    if (!(magnitude >= 0.0) || !std::isfinite(magnitude)) return std::nullopt;
+    const std::uint32_t key = magnitude_key(static_cast<float>(magnitude));
+    if (key >= lowest && key < b.high) return key;
+    return std::nullopt;
+  };
   const double t = key_to_magnitude(pivot);
-  double next = -1.0;
+  double model = -1.0;
+  if (b.previous_count > 0 && count > 0 && b.previous_count != count && b.previous_pivot != pivot && t > 0.0 &&
+      key_to_magnitude(b.previous_pivot) > 0.0) {
+    const double lt1 = std::log(key_to_magnitude(b.previous_pivot)), lt2 = std::log(t);
+    const double lc1 = std::log(static_cast<double>(b.previous_count)), lc2 = std::log(static_cast<double>(count));
+    model = std::exp(lt2 + (std::log(static_cast<double>(k)) - lc2) * (lt2 - lt1) / (lc2 - lc1));
+    if (const auto key = inside(model)) return *key;
+    model = -1.0;
+  }
   if (count == 0) {
-    next = t / 4.0;
+    model = t / 4.0;
   } else if (count >= n) {
-    next = t > 0.0 ? t * 4.0 : -1.0;
+    model = t * 4.0;
   } else if (t > 0.0) {
     const double z_observed = standard_z(static_cast<double>(count) / static_cast<double>(n));
     const double z_target = standard_z(static_cast<double>(k) / static_cast<double>(n));
-    if (z_observed > 0.0) next = t * z_target / z_observed;
+    if (z_observed > 0.0) model = t * z_target / z_observed;
   }
-  if (next >= 0.0 && std::isfinite(next)) {
-    const std::uint32_t key = magnitude_key(static_cast<float>(next));
-    if (key > low && key < high) return key;
+  if (const auto key = inside(model)) return *key;
+  if (b.low_known && b.high < kNonFiniteKey && b.low_count > b.high_count) {
+    const double lo = key_to_magnitude(b.low), hi = key_to_magnitude(b.high);
+    const double fraction = (static_cast<double>(b.low_count) - static_cast<double>(k)) /
+                            (static_cast<double>(b.low_count) - static_cast<double>(b.high_count));
+    if (const auto key = inside(lo + (hi - lo) * fraction)) return *key;
   }
-  return low + (high - low) / 2;
+  return lowest + (b.high - lowest) / 2;
 }
 
 }  // namespace
@@ -119,14 +152,15 @@ ThresholdResult threshold_select(std::span<const float> x, std::size_t k, Thresh
                             ? gaussian_initial_key(x, k)
                             : sampled_initial_key(x, k, workspace.sample_keys);
   out.resize(max_count + filter_padding());
-  std::uint32_t low = 0;            // a key known to pass too many, or 0
-  std::uint32_t high = kNonFiniteKey;  // a key known to pass too few
-  bool low_known = false;
+  Bracket bracket;
   for (int attempt = 0; attempt <= kThresholdMaxCorrections; ++attempt) {
     const FilterCounts counts = filter_greater(x, pivot, out.indices.data(), out.values.data(), max_count);
     ++result.passes;
     if (counts.max_key >= kNonFiniteKey) check_finite(x, "input to threshold selection");
-    high = std::min(high, counts.max_key + 1);  // max_key itself passes nobody
+    if (counts.max_key + 1 < bracket.high) {  // max_key itself passes nobody
+      bracket.high = counts.max_key + 1;
+      bracket.high_count = 0;
+    }
     if (counts.greater >= min_count && counts.greater <= max_count) {
       out.resize(counts.greater);
       result.count = counts.greater;
@@ -134,15 +168,24 @@ ThresholdResult threshold_select(std::span<const float> x, std::size_t k, Thresh
       return result;
     }
     if (counts.greater > max_count) {
-      low = pivot;
-      low_known = true;
-    } else {
-      high = std::min(high, pivot);
+      if (!bracket.low_known || pivot > bracket.low) {
+        bracket.low = pivot;
+        bracket.low_count = counts.greater;
+        bracket.low_known = true;
+      }
+    } else if (pivot < bracket.high) {
+      bracket.high = pivot;
+      bracket.high_count = counts.greater;
     }
     // No untried key is left between the bracket: ties decide the count, not the pivot.
-    const std::uint32_t lowest_untried = low_known ? low + 1 : 0;
-    if (high <= lowest_untried) break;
-    pivot = corrected_key(pivot, counts.greater, n, k, low_known ? low : 0, high);
+    const std::uint32_t lowest_untried = bracket.low_known ? bracket.low + 1 : 0;
+    if (bracket.high <= lowest_untried) break;
+    const std::uint32_t next = corrected_key(pivot, counts.greater, n, k, bracket);
+    if (counts.greater > 0) {
+      bracket.previous_pivot = pivot;
+      bracket.previous_count = counts.greater;
+    }
+    pivot = next;
   }
   result.exact_fallback = true;
   result.count = k;

@@ -1,0 +1,160 @@
+#include "sparsgd/torch/models.hpp"
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd::torch_layer {
+namespace {
+
+constexpr std::int64_t kClasses = 10;
+
+class Mlp final : public Classifier {
+ public:
+  Mlp()
+      : fc1_(register_module("fc1", torch::nn::Linear(28 * 28, 256))),
+        fc2_(register_module("fc2", torch::nn::Linear(256, 128))),
+        fc3_(register_module("fc3", torch::nn::Linear(128, kClasses))) {}
+
+  torch::Tensor forward(torch::Tensor x) override {
+    x = x.flatten(1);
+    x = torch::relu(fc1_->forward(x));
+    x = torch::relu(fc2_->forward(x));
+    return fc3_->forward(x);
+  }
+
+ private:
+  torch::nn::Linear fc1_, fc2_, fc3_;
+};
+
+class Cnn final : public Classifier {
+ public:
+  Cnn()
+      : conv1_(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 5).padding(2)))),
+        conv2_(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 5).padding(2)))),
+        fc1_(register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128))),
+        fc2_(register_module("fc2", torch::nn::Linear(128, kClasses))) {}
+
+  torch::Tensor forward(torch::Tensor x) override {
+    x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);  // 28 -> 14
+    x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2);  // 14 -> 7
+    x = torch::relu(fc1_->forward(x.flatten(1)));
+    return fc2_->forward(x);
+  }
+
+ private:
+  torch::nn::Conv2d conv1_, conv2_;
+  torch::nn::Linear fc1_, fc2_;
+};
+
+torch::nn::Conv2d conv3x3(std::int64_t in, std::int64_t out, std::int64_t stride) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false));
+}
+
+// He et al. (2016), section 4.2: two 3x3 convolutions with batch norm. Where the block halves the
+// resolution and doubles the channels, the shortcut subsamples and zero-pads the new channels
+// (option A), which adds no parameters and gives the paper's (and the gTop-k authors') 0.27M.
+class BasicBlock final : public torch::nn::Module {
+ public:
+  BasicBlock(std::int64_t in, std::int64_t out, std::int64_t stride)
+      : conv1_(register_module("conv1", conv3x3(in, out, stride))),
+        bn1_(register_module("bn1", torch::nn::BatchNorm2d(out))),
+        conv2_(register_module("conv2", conv3x3(out, out, 1))),
+        bn2_(register_module("bn2", torch::nn::BatchNorm2d(out))),
+        stride_(stride),
+        pad_channels_(out - in) {}
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = torch::relu(bn1_->forward(conv1_->forward(x)));
+    y = bn2_->forward(conv2_->forward(y));
+    return torch::relu(y + shortcut(x));
+  }
+
+ private:
+  torch::Tensor shortcut(const torch::Tensor& x) const {
+    if (stride_ == 1 && pad_channels_ == 0) return x;
+    auto s = x.slice(2, 0, c10::nullopt, stride_).slice(3, 0, c10::nullopt, stride_);
+    const std::int64_t before = pad_channels_ / 2;
+    return torch::constant_pad_nd(s, {0, 0, 0, 0, before, pad_channels_ - before}, 0.0);
+  }
+
+  torch::nn::Conv2d conv1_;
+  torch::nn::BatchNorm2d bn1_;
+  torch::nn::Conv2d conv2_;
+  torch::nn::BatchNorm2d bn2_;
+  std::int64_t stride_;
+  std::int64_t pad_channels_;
+};
+
+class ResNet20 final : public Classifier {
+ public:
+  ResNet20()
+      : conv1_(register_module("conv1", conv3x3(1, 16, 1))),
+        bn1_(register_module("bn1", torch::nn::BatchNorm2d(16))) {
+    constexpr int kBlocksPerStage = 3;
+    std::int64_t in = 16;
+    for (int stage = 0; stage < 3; ++stage) {
+      const std::int64_t out = std::int64_t{16} << stage;  // 16, 32, 64 channels at 28, 14, 7
+      for (int b = 0; b < kBlocksPerStage; ++b) {
+        const std::int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
+        // Module names may not contain dots, hence stage1_block0 rather than stage1.0.
+        const std::string name = "stage" + std::to_string(stage + 1) + "_block" + std::to_string(b);
+        blocks_.push_back(register_module(name, std::make_shared<BasicBlock>(in, out, stride)));
+        in = out;
+      }
+    }
+    // Registered last so that parameters() lists the layers in the order the input meets them.
+    fc_ = register_module("fc", torch::nn::Linear(64, kClasses));
+    // torchvision's ResNet initialization: Kaiming normal (fan_out) for convolutions, batch norm
+    // as identity; the linear layer keeps LibTorch's default.
+    for (auto& m : modules(/*include_self=*/false)) {
+      if (auto* conv = m->as<torch::nn::Conv2d>()) {
+        torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+      } else if (auto* bn = m->as<torch::nn::BatchNorm2d>()) {
+        torch::nn::init::ones_(bn->weight);
+        torch::nn::init::zeros_(bn->bias);
+      }
+    }
+  }
+
+  torch::Tensor forward(torch::Tensor x) override {
+    x = torch::relu(bn1_->forward(conv1_->forward(x)));
+    for (auto& block : blocks_) x = block->forward(x);
+    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    return fc_->forward(x);
+  }
+
+ private:
+  torch::nn::Conv2d conv1_;
+  torch::nn::BatchNorm2d bn1_;
+  std::vector<std::shared_ptr<BasicBlock>> blocks_;
+  torch::nn::Linear fc_{nullptr};
+};
+
+}  // namespace
+
+const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names{"mlp", "cnn", "resnet20"};
+  return names;
+}
+
+std::shared_ptr<Classifier> make_model(const std::string& name) {
+  if (name == "mlp") return std::make_shared<Mlp>();
+  if (name == "cnn") return std::make_shared<Cnn>();
+  if (name == "resnet20") return std::make_shared<ResNet20>();
+  std::string valid;
+  for (const auto& n : model_names()) valid += (valid.empty() ? "" : ", ") + n;
+  throw InvalidArgument("unknown model '" + name + "'; valid models: " + valid);
+}
+
+std::int64_t parameter_count(torch::nn::Module& module) {
+  std::int64_t count = 0;
+  for (const auto& p : module.parameters(/*recurse=*/true)) {
+    if (p.requires_grad()) count += p.numel();
+  }
+  return count;
+}
+
+}  // namespace sparsgd::torch_layer

@@ -1,0 +1,127 @@
+#include "sparsgd/torch/models.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sparsgd/core/error.hpp"
+
+namespace {
+
+using sparsgd::torch_layer::make_model;
+using sparsgd::torch_layer::model_names;
+using sparsgd::torch_layer::parameter_count;
+
+TEST(Models, NamesAreStable) {
+  EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp", "cnn", "resnet20"}));
+}
+
+TEST(Models, UnknownNameListsTheValidOnes) {
+  try {
+    make_model("vgg16");
+    FAIL() << "expected sparsgd::InvalidArgument";
+  } catch (const sparsgd::InvalidArgument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'vgg16'"), std::string::npos) << msg;
+    for (const auto& name : model_names()) EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  }
+  EXPECT_THROW(make_model(""), sparsgd::InvalidArgument);
+  EXPECT_THROW(make_model("MLP"), sparsgd::InvalidArgument);
+}
+
+class ModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelTest, LogitsHaveShapeBatchByTen) {
+  torch::manual_seed(0);
+  auto model = make_model(GetParam());
+  for (const bool training : {true, false}) {
+    model->train(training);
+    for (const std::int64_t batch : {1, 5}) {
+      const auto out = model->forward(torch::randn({batch, 1, 28, 28}));
+      EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{batch, 10})) << "training=" << training;
+      EXPECT_EQ(out.scalar_type(), torch::kFloat32);
+      EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
+    }
+  }
+}
+
+// Exact counts pin the architectures that DESIGN.md and the experiments describe:
+//   mlp:  784*256+256 + 256*128+128 + 128*10+10 = 235,146
+//   cnn:  (25*32+32) + (32*25*64+64) + (3136*128+128) + (128*10+10) = 454,922
+//   resnet20: CIFAR ResNet-20 (269,722, "0.27M") less the 2*16*9 weights of the two input
+//   channels a grayscale image lacks = 269,434.
+TEST_P(ModelTest, ParameterCount) {
+  const std::map<std::string, std::int64_t> expected{{"mlp", 235146}, {"cnn", 454922}, {"resnet20", 269434}};
+  auto model = make_model(GetParam());
+  const std::int64_t count = parameter_count(*model);
+  EXPECT_EQ(count, expected.at(GetParam()));
+
+  // Frozen parameters are not trainable and are not counted.
+  auto params = model->parameters();
+  ASSERT_FALSE(params.empty());
+  params.front().set_requires_grad(false);
+  EXPECT_EQ(parameter_count(*model), count - params.front().numel());
+}
+
+TEST_P(ModelTest, SameSeedSameInitialization) {
+  torch::manual_seed(7);
+  auto a = make_model(GetParam());
+  torch::manual_seed(7);
+  auto b = make_model(GetParam());
+  torch::manual_seed(8);
+  auto c = make_model(GetParam());
+
+  const auto pa = a->named_parameters();
+  const auto pb = b->named_parameters();
+  const auto pc = c->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  bool any_differs_with_other_seed = false;
+  for (const auto& item : pa) {
+    EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key();
+    any_differs_with_other_seed |= !torch::equal(item.value(), pc[item.key()]);
+  }
+  EXPECT_TRUE(any_differs_with_other_seed);
+}
+
+TEST_P(ModelTest, BackwardReachesEveryParameter) {
+  torch::manual_seed(1);
+  auto model = make_model(GetParam());
+  model->train();
+  const auto x = torch::randn({5, 1, 28, 28});
+  const auto y = torch::tensor({0, 3, 9, 3, 7}, torch::kInt64);
+  torch::nn::functional::cross_entropy(model->forward(x), y).backward();
+  for (const auto& item : model->named_parameters()) {
+    const auto& g = item.value().grad();
+    ASSERT_TRUE(g.defined()) << item.key();
+    EXPECT_EQ(g.sizes(), item.value().sizes()) << item.key();
+    EXPECT_TRUE(torch::isfinite(g).all().item<bool>()) << item.key();
+    EXPECT_GT(g.abs().sum().item<float>(), 0.0f) << item.key();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModels, ModelTest, ::testing::Values("mlp", "cnn", "resnet20"),
+                         [](const auto& info) { return info.param; });
+
+// Batch norm keeps running statistics as buffers: updated by training forwards, used (and left
+// alone) in evaluation, and not counted as parameters.
+TEST(Models, ResNet20BatchNormStatistics) {
+  torch::manual_seed(3);
+  auto model = make_model("resnet20");
+  const auto buffers = model->named_buffers();
+  ASSERT_TRUE(buffers.contains("bn1.running_mean"));
+  const auto before = buffers["bn1.running_mean"].clone();
+  const auto x = torch::randn({4, 1, 28, 28}) + 2.0;
+
+  model->eval();
+  model->forward(x);
+  EXPECT_TRUE(torch::equal(buffers["bn1.running_mean"], before));
+
+  model->train();
+  model->forward(x);
+  EXPECT_FALSE(torch::equal(buffers["bn1.running_mean"], before));
+}
+
+}  // namespace
