@@ -16,6 +16,10 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   sparsgd::cli::register_bench_select(*bench);
   sparsgd::cli::register_bench_comm(*bench);
+#ifdef SPARSGD_HAVE_TORCH
+  sparsgd::cli::register_train(app);
+  sparsgd::cli::register_plot(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

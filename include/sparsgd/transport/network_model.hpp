@@ -46,6 +46,9 @@ class SimulatedNetwork final : public Transport {
 
   // The virtual clock in seconds, after charging the compute time since the last call.
   double now();
+  // Drops the compute time since the last call from the clock (work that the simulated run would
+  // not do, such as evaluation or bookkeeping).
+  void discard_compute() { mark_compute(); }
   // Sets the clock (for instance to the maximum over workers at an iteration boundary).
   void set_clock(double seconds);
   const NetworkSpec& spec() const { return spec_; }

@@ -1,0 +1,37 @@
+#pragma once
+// One worker's training checkpoint, written atomically (temporary file, flush, fsync, rename) in a
+// versioned binary format with a checksum, so that a crash while writing leaves the previous
+// checkpoint intact and a truncated or corrupted file is refused. Torch-free.
+//
+// Layout (little-endian): "SPGDCKPT", u32 version, u64 payload length, payload, u64 FNV-1a of the
+// payload. Payload: named sections, each u32 name length, name, u64 element count, u8 type
+// (0 float32, 1 float64, 2 uint64, 3 bytes), data.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sparsgd::torch_layer {
+
+inline constexpr std::uint32_t kCheckpointVersion = 1;
+
+struct Checkpoint {
+  std::map<std::string, std::vector<float>> floats;
+  std::map<std::string, std::vector<double>> doubles;
+  std::map<std::string, std::vector<std::uint64_t>> integers;
+  std::map<std::string, std::string> texts;
+
+  // Throw InvalidData naming the section if it is absent.
+  const std::vector<float>& float_section(const std::string& name) const;
+  const std::vector<double>& double_section(const std::string& name) const;
+  const std::vector<std::uint64_t>& integer_section(const std::string& name) const;
+  const std::string& text_section(const std::string& name) const;
+};
+
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+// Throws InvalidArgument if the file cannot be opened, InvalidData if it is not a checkpoint, has
+// another version, is truncated or fails its checksum.
+Checkpoint read_checkpoint(const std::string& path);
+
+}  // namespace sparsgd::torch_layer

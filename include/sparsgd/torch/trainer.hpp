@@ -1,0 +1,110 @@
+#pragma once
+// Data-parallel training of a model on Fashion-MNIST with sparse gradient exchange: P in-process
+// workers (the embedded default) or one worker per MPI rank. Torch-free header, so that the CLI
+// and other callers need no LibTorch includes.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sparsgd/transport/transport.hpp"
+
+namespace sparsgd::torch_layer {
+
+struct TrainConfig {
+  int workers = 4;                 // in-process workers (ignored under MPI: one per rank)
+  std::string model = "cnn";       // mlp, cnn, resnet20
+  std::string compressor = "topk";
+  double r_factor = 4.0;
+  std::string aggregator = "gtopk";
+  double density = 0.01;
+  double warmup_density = 0.0;     // > 0: the density during the first epoch (gTop-k: 0.004)
+  int epochs = 1;
+  int batch_size = 32;             // per worker
+  double lr = 0.05;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 1e-4;
+  double warmup_epochs = 0.0;      // learning rate from lr/P to lr over these epochs
+  std::string lr_schedule = "none";  // none, step (x0.1 at 50% and 75% of the epochs), cosine
+  bool momentum_correction = false;
+  bool per_layer = false;
+  std::string network = "paper-1gbe";
+  std::uint64_t seed = 1;
+  std::string out_dir;             // metrics.csv, epochs.csv, summary.json, checkpoints/
+  int checkpoint_every = 0;        // iterations; 0: none
+  std::string resume_dir;          // continue from DIR/checkpoints
+  std::uint64_t max_iters = 0;     // stop after this many iterations in all (0: no limit)
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int timeout_ms = 60'000;
+};
+
+// Throws InvalidArgument naming the first bad option.
+void validate(const TrainConfig& config);
+
+struct EpochResult {
+  int epoch = 0;
+  std::uint64_t iterations = 0;        // in all, so far
+  double train_loss = 0.0;             // mean over the epoch's batches and workers
+  double test_loss = 0.0;
+  double test_accuracy = 0.0;          // in [0, 1]
+  double wall_seconds = 0.0;           // since the start of training (rank 0)
+  double simulated_seconds = 0.0;      // rank 0's virtual clock (0 without a network)
+  double bytes_per_iteration = 0.0;    // sent per worker per iteration, mean over workers
+};
+
+struct IterationRecord {
+  int epoch = 0;
+  std::uint64_t step = 0;              // global iteration
+  std::uint64_t steps_total = 0;       // planned in all
+  double loss = 0.0;                   // rank 0's batch loss
+  double lr = 0.0;
+  double density = 0.0;
+  std::uint64_t bytes_sent = 0;        // rank 0, this iteration
+  double compute_seconds = 0.0;        // forward + backward, thread CPU time
+  double compression_seconds = 0.0;    // thread CPU time
+  double communication_seconds = 0.0;  // aggregation wall time
+  double simulated_seconds = 0.0;      // rank 0's virtual clock
+  double wall_seconds = 0.0;
+};
+
+struct TrainSummary {
+  std::string model, compressor, aggregator, network;
+  std::int64_t parameters = 0;
+  int workers = 0;
+  int epochs = 0;
+  std::uint64_t iterations = 0;
+  double density = 0.0;
+  double final_train_loss = 0.0;
+  double final_test_loss = 0.0;
+  double final_test_accuracy = 0.0;
+  double bytes_per_iteration = 0.0;    // sent per worker per iteration, mean over workers
+  double wall_seconds = 0.0;
+  double simulated_seconds = 0.0;
+  double compute_seconds = 0.0;        // rank 0, summed over iterations
+  double compression_seconds = 0.0;
+  double communication_seconds = 0.0;
+  double simulated_communication_seconds = 0.0;
+  bool resumed = false;
+  std::vector<EpochResult> history;
+};
+
+std::string to_json(const TrainSummary& summary);
+
+// Told of progress on rank 0.
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  virtual void on_start(const TrainSummary& /*plan*/, std::uint64_t /*steps_total*/) {}
+  virtual void on_iteration(const IterationRecord& /*record*/) {}
+  virtual void on_epoch(const EpochResult& /*result*/) {}
+};
+
+// P = config.workers in-process workers over the local transport.
+TrainSummary train(const TrainConfig& config, TrainObserver* observer = nullptr);
+// This process is one worker of a run over `transport` (an MPI rank, say). Every rank returns the
+// summary; rank 0 writes the files and tells the observer.
+TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config,
+                          TrainObserver* observer = nullptr);
+
+}  // namespace sparsgd::torch_layer

@@ -1,0 +1,195 @@
+// `sparsgd train`: data-parallel training on Fashion-MNIST with sparse gradient exchange.
+// In-process workers by default; one worker per rank under mpirun.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+#include "cli/plots.hpp"
+#include "cli/validators.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/torch/trainer.hpp"
+#ifdef SPARSGD_HAVE_MPI
+#include "sparsgd/transport/mpi.hpp"
+#endif
+
+namespace sparsgd::cli {
+namespace {
+
+using torch_layer::EpochResult;
+using torch_layer::IterationRecord;
+using torch_layer::TrainConfig;
+using torch_layer::TrainSummary;
+
+// A progress bar with ETA on a terminal; plain lines otherwise. Epoch lines go to stdout unless
+// the JSON summary owns stdout.
+class Progress final : public torch_layer::TrainObserver {
+ public:
+  explicit Progress(bool json) : json_(json), tty_(isatty(STDERR_FILENO) != 0) {}
+
+  void on_start(const TrainSummary& plan, std::uint64_t steps_total) override {
+    steps_total_ = steps_total;
+    start_ = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "training %s (%lld parameters) on %d workers: %s + %s, density %g, network %s, %llu iterations\n",
+                 plan.model.c_str(), static_cast<long long>(plan.parameters), plan.workers, plan.compressor.c_str(),
+                 plan.aggregator.c_str(), plan.density, plan.network.c_str(),
+                 static_cast<unsigned long long>(steps_total));
+  }
+
+  void on_iteration(const IterationRecord& r) override {
+    last_ = r;
+    if (!tty_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_draw_ < std::chrono::milliseconds(100) && r.step != steps_total_) return;
+    last_draw_ = now;
+    const double done = steps_total_ ? static_cast<double>(r.step) / static_cast<double>(steps_total_) : 1.0;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double eta = done > 0 ? elapsed * (1.0 - done) / done : 0.0;
+    const int width = 30;
+    const int filled = static_cast<int>(done * width);
+    std::fprintf(stderr, "\r[%s%s] %3.0f%% epoch %d loss %.4f lr %.4g ETA %4.0fs ", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), 100.0 * done, r.epoch + 1, r.loss, r.lr, eta);
+    std::fflush(stderr);
+  }
+
+  void on_epoch(const EpochResult& e) override {
+    if (tty_) std::fprintf(stderr, "\r%80s\r", "");
+    const std::string line = fmt::format(
+        "epoch {}: train loss {:.4f}, test accuracy {:.2f}%, {:.0f} bytes/worker/iteration; rank 0 time so far: "
+        "compute {:.1f}s, compression {:.2f}s, communication {:.1f}s, real {:.1f}s, simulated {:.1f}s",
+        e.epoch + 1, e.train_loss, 100.0 * e.test_accuracy, e.bytes_per_iteration, compute_, compression_,
+        communication_, e.wall_seconds, e.simulated_seconds);
+    std::fprintf(json_ ? stderr : stdout, "%s\n", line.c_str());
+    std::fflush(json_ ? stderr : stdout);
+  }
+
+  // Running totals for the epoch lines.
+  void account(const IterationRecord& r) {
+    compute_ += r.compute_seconds;
+    compression_ += r.compression_seconds;
+    communication_ += r.communication_seconds;
+  }
+
+ private:
+  bool json_;
+  bool tty_;
+  std::uint64_t steps_total_ = 0;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  IterationRecord last_;
+  double compute_ = 0.0, compression_ = 0.0, communication_ = 0.0;
+};
+
+// Feeds the totals before drawing.
+class AccountingProgress final : public torch_layer::TrainObserver {
+ public:
+  explicit AccountingProgress(Progress& p) : p_(p) {}
+  void on_start(const TrainSummary& plan, std::uint64_t steps) override { p_.on_start(plan, steps); }
+  void on_iteration(const IterationRecord& r) override {
+    p_.account(r);
+    p_.on_iteration(r);
+  }
+  void on_epoch(const EpochResult& e) override { p_.on_epoch(e); }
+
+ private:
+  Progress& p_;
+};
+
+std::string default_out_dir() {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return std::string("runs/train-") + stamp;
+}
+
+void finish(const TrainConfig& config, const TrainSummary& summary, bool json) {
+  if (!config.out_dir.empty()) {
+    try {
+      const auto files = write_plots({config.out_dir}, config.out_dir);
+      std::fprintf(stderr, "wrote %s/{metrics.csv,epochs.csv,summary.json} and %zu plots\n", config.out_dir.c_str(),
+                   files.size());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "sparsgd: warning: no plots: %s\n", e.what());
+    }
+  }
+  if (json) std::printf("%s\n", torch_layer::to_json(summary).c_str());
+}
+
+void run_train(TrainConfig config, bool json, bool mpi) {
+  if (config.out_dir.empty()) config.out_dir = config.resume_dir.empty() ? default_out_dir() : config.resume_dir;
+  torch_layer::validate(config);
+  Progress progress(json);
+  AccountingProgress observer(progress);
+  if (!mpi) {
+    finish(config, torch_layer::train(config, &observer), json);
+    return;
+  }
+#ifdef SPARSGD_HAVE_MPI
+  transport::MpiSession session(nullptr, nullptr);
+  try {
+    transport::MpiTransport t;
+    t.set_timeout(std::chrono::milliseconds(config.timeout_ms));
+    const TrainSummary summary = torch_layer::train_worker(t, config, &observer);
+    if (t.rank() == 0) finish(config, summary, json);
+  } catch (const std::exception& e) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "sparsgd: error: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+#else
+  throw InvalidArgument("this sparsgd was built without MPI");
+#endif
+}
+
+}  // namespace
+
+void register_train(CLI::App& app) {
+  auto c = std::make_shared<TrainConfig>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a model on Fashion-MNIST, data-parallel, with sparse gradient exchange (in-process workers, or "
+               "one per rank under mpirun)");
+  cmd->add_option("--workers", c->workers, "in-process workers (under mpirun: one per rank)")->capture_default_str();
+  cmd->add_option("--model", c->model, "mlp, cnn or resnet20")->capture_default_str();
+  cmd->add_option("--compressor", c->compressor, "topk, randk, rtopk, gaussiank, dgc or none")->capture_default_str();
+  cmd->add_option("--aggregator", c->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
+  cmd->add_option("--density", c->density, "fraction of gradient entries each worker sends, in (0, 1]")->capture_default_str();
+  cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();
+  cmd->add_option("--r-factor", c->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
+  cmd->add_option("--epochs", c->epochs, "epochs")->capture_default_str();
+  cmd->add_option("--batch-size", c->batch_size, "batch size per worker")->capture_default_str();
+  cmd->add_option("--lr", c->lr, "learning rate")->capture_default_str();
+  cmd->add_option("--momentum", c->momentum, "SGD momentum")->capture_default_str();
+  cmd->add_flag("--nesterov", c->nesterov, "Nesterov momentum");
+  cmd->add_option("--weight-decay", c->weight_decay, "weight decay")->capture_default_str();
+  cmd->add_option("--warmup-epochs", c->warmup_epochs, "learning rate from lr/P to lr over these epochs")->capture_default_str();
+  cmd->add_option("--lr-schedule", c->lr_schedule, "none, step or cosine")->capture_default_str();
+  cmd->add_flag("--momentum-correction", c->momentum_correction, "DGC momentum correction");
+  cmd->add_flag("--per-layer", c->per_layer, "compress each layer on its own");
+  cmd->add_option("--network", c->network, "simulated network: none, 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS")->capture_default_str();
+  cmd->add_option("--seed", c->seed, "seed")->capture_default_str()->check(non_negative_integer());
+  cmd->add_option("--out", c->out_dir, "run directory (default: runs/train-TIMESTAMP)");
+  cmd->add_option("--checkpoint-every", c->checkpoint_every, "checkpoint every N iterations (0: never)")->capture_default_str();
+  cmd->add_option("--resume", c->resume_dir, "continue the run whose checkpoints are in DIR");
+  cmd->add_option("--max-iters", c->max_iters, "stop after N iterations in all")->check(non_negative_integer());
+  cmd->add_option("--data", c->data_dir, "Fashion-MNIST directory")->capture_default_str();
+  cmd->add_option("--timeout-ms", c->timeout_ms, "longest wait for a peer")->capture_default_str();
+  cmd->add_flag("--json", *json, "print the summary as JSON on stdout at the end");
+  cmd->callback([c, json] {
+    bool mpi = false;
+#ifdef SPARSGD_HAVE_MPI
+    mpi = transport::launched_by_mpirun();
+#endif
+    run_train(*c, *json, mpi);
+  });
+}
+
+}  // namespace sparsgd::cli

@@ -1,0 +1,67 @@
+#include "sparsgd/collectives/bookkeeping.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace sparsgd::collectives {
+namespace {
+
+constexpr int kBroadcastTag = 700;
+constexpr int kGatherTag = 701;
+constexpr int kScatterTag = 702;
+
+template <typename T>
+void receive_exactly(transport::Transport& t, int peer, int tag, std::span<T> out, std::vector<std::byte>& buffer) {
+  const std::size_t bytes = out.size_bytes();
+  if (t.recv(peer, tag, buffer, bytes) != bytes) {
+    throw transport::TransportError("rank " + std::to_string(t.rank()) + ": rank " + std::to_string(peer) + " sent " +
+                                    std::to_string(buffer.size()) + " bytes where " + std::to_string(bytes) +
+                                    " were expected: the ranks disagree on the array length");
+  }
+  if (bytes > 0) std::memcpy(out.data(), buffer.data(), bytes);
+}
+
+}  // namespace
+
+void broadcast(transport::Transport& t, std::span<float> values, int root) {
+  const int p = t.size();
+  SPARSGD_ENFORCE(root >= 0 && root < p, "broadcast root out of range");
+  if (p == 1) return;
+  const int relative = (t.rank() - root + p) % p;
+  std::vector<std::byte> buffer;
+  int mask = 1;
+  // Receive from the parent: the rank that differs in this rank's lowest set bit.
+  while (mask < p) {
+    if (relative & mask) {
+      receive_exactly(t, (relative - mask + root) % p, kBroadcastTag, values, buffer);
+      break;
+    }
+    mask <<= 1;
+  }
+  // Send to the children below that bit, largest subtree first.
+  mask >>= 1;
+  while (mask > 0) {
+    if (relative + mask < p) t.send((relative + mask + root) % p, kBroadcastTag, std::as_bytes(values));
+    mask >>= 1;
+  }
+}
+
+void allreduce_sum(transport::Transport& t, std::span<double> values) {
+  const int p = t.size();
+  if (p == 1) return;
+  std::vector<std::byte> buffer;
+  if (t.rank() == 0) {
+    std::vector<double> incoming(values.size());
+    for (int r = 1; r < p; ++r) {
+      receive_exactly(t, r, kGatherTag, std::span<double>(incoming), buffer);
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] += incoming[i];
+    }
+    for (int r = 1; r < p; ++r) t.send(r, kScatterTag, std::as_bytes(values));
+  } else {
+    t.send(0, kGatherTag, std::as_bytes(values));
+    receive_exactly(t, 0, kScatterTag, values, buffer);
+  }
+}
+
+}  // namespace sparsgd::collectives

@@ -1,0 +1,525 @@
+#include "sparsgd/torch/trainer.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <numbers>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/compress/compressor.hpp"
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/torch/checkpoint.hpp"
+#include "sparsgd/torch/distributed_optimizer.hpp"
+#include "sparsgd/torch/fashion_mnist.hpp"
+#include "sparsgd/torch/models.hpp"
+#include "sparsgd/torch/sharding.hpp"
+#include "sparsgd/transport/local.hpp"
+#include "sparsgd/transport/network_model.hpp"
+
+namespace sparsgd::torch_layer {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Data {
+  Dataset train;
+  Dataset test;
+};
+
+// torch::manual_seed sets one process-wide generator: models are built one at a time under it so
+// that rank 0's initial parameters do not depend on thread timing.
+std::mutex model_init_mutex;
+
+double learning_rate(const TrainConfig& c, int workers, double epoch_position) {
+  double lr = c.lr;
+  if (c.lr_schedule == "step") {
+    if (epoch_position >= 0.75 * c.epochs) {
+      lr *= 0.01;
+    } else if (epoch_position >= 0.5 * c.epochs) {
+      lr *= 0.1;
+    }
+  } else if (c.lr_schedule == "cosine") {
+    lr *= 0.5 * (1.0 + std::cos(std::numbers::pi * epoch_position / c.epochs));
+  }
+  if (c.warmup_epochs > 0.0 && epoch_position < c.warmup_epochs) {
+    // From lr/P to lr, as in the gTop-k paper.
+    const double start = lr / workers;
+    lr = start + (lr - start) * epoch_position / c.warmup_epochs;
+  }
+  return lr;
+}
+
+double density_for_epoch(const TrainConfig& c, int epoch) {
+  return epoch == 0 && c.warmup_density > 0.0 ? c.warmup_density : c.density;
+}
+
+// What must match between a checkpointed run and its resumption.
+std::string fingerprint(const TrainConfig& c, int workers) {
+  std::ostringstream os;
+  os << c.model << '|' << c.compressor << '|' << c.r_factor << '|' << c.aggregator << '|' << c.density << '|'
+     << c.warmup_density << '|' << c.epochs << '|' << c.batch_size << '|' << c.lr << '|' << c.momentum << '|'
+     << c.nesterov << '|' << c.weight_decay << '|' << c.warmup_epochs << '|' << c.lr_schedule << '|'
+     << c.momentum_correction << '|' << c.per_layer << '|' << c.network << '|' << c.seed << '|' << workers;
+  return os.str();
+}
+
+std::vector<torch::Tensor> float_buffers(Classifier& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& b : model.buffers()) {
+    if (b.scalar_type() == torch::kFloat32) out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<float> gather(const std::vector<torch::Tensor>& tensors) {
+  std::vector<float> out;
+  for (const auto& t : tensors) {
+    const auto c = t.contiguous();
+    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  return out;
+}
+
+void scatter(std::vector<torch::Tensor>& tensors, const std::vector<float>& values) {
+  torch::NoGradGuard no_grad;
+  std::size_t offset = 0;
+  for (auto& t : tensors) {
+    const auto count = static_cast<std::size_t>(t.numel());
+    SPARSGD_ENFORCE_LE(offset + count, values.size(), "buffer state is shorter than the model's buffers");
+    t.copy_(torch::from_blob(const_cast<float*>(values.data() + offset), t.sizes(), torch::kFloat32));
+    offset += count;
+  }
+  SPARSGD_ENFORCE_EQ(offset, values.size(), "buffer state is longer than the model's buffers");
+}
+
+std::vector<double> flatten(const std::vector<EpochResult>& history) {
+  std::vector<double> out;
+  for (const auto& e : history) {
+    out.insert(out.end(), {static_cast<double>(e.epoch), static_cast<double>(e.iterations), e.train_loss, e.test_loss,
+                           e.test_accuracy, e.wall_seconds, e.simulated_seconds, e.bytes_per_iteration});
+  }
+  return out;
+}
+
+std::vector<EpochResult> unflatten(const std::vector<double>& v) {
+  std::vector<EpochResult> out;
+  for (std::size_t i = 0; i + 8 <= v.size(); i += 8) {
+    out.push_back({static_cast<int>(v[i]), static_cast<std::uint64_t>(v[i + 1]), v[i + 2], v[i + 3], v[i + 4], v[i + 5],
+                   v[i + 6], v[i + 7]});
+  }
+  return out;
+}
+
+const char* kMetricsHeader =
+    "epoch,step,loss,lr,density,bytes_sent,compute_s,compression_s,communication_s,simulated_s,wall_s\n";
+const char* kEpochsHeader = "epoch,iterations,train_loss,test_loss,test_accuracy,wall_s,simulated_s,bytes_per_iteration\n";
+
+// On resume, keeps the rows of the earlier run's metrics.csv that precede the checkpoint.
+void restart_metrics(const fs::path& from, const fs::path& to, std::uint64_t first_step) {
+  std::vector<std::string> kept;
+  if (std::ifstream in(from); in) {
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      const auto comma = line.find(',');
+      if (comma == std::string::npos) continue;
+      const auto next = line.find(',', comma + 1);
+      if (std::stoull(line.substr(comma + 1, next - comma - 1)) < first_step) kept.push_back(line);
+    }
+  }
+  std::ofstream out(to, std::ios::trunc);
+  out << kMetricsHeader;
+  for (const auto& line : kept) out << line << '\n';
+}
+
+void write_epochs(const fs::path& path, const std::vector<EpochResult>& history) {
+  std::ofstream out(path, std::ios::trunc);
+  out << kEpochsHeader;
+  for (const auto& e : history) {
+    out << e.epoch << ',' << e.iterations << ',' << e.train_loss << ',' << e.test_loss << ',' << e.test_accuracy << ','
+        << e.wall_seconds << ',' << e.simulated_seconds << ',' << e.bytes_per_iteration << '\n';
+  }
+}
+
+struct Evaluation {
+  double loss = 0.0;
+  double accuracy = 0.0;
+};
+
+Evaluation evaluate(transport::Transport& base, Classifier& model, std::vector<torch::Tensor>& buffers,
+                    const Dataset& test) {
+  const int p = base.size();
+  // Batch-norm statistics differ between workers (each saw its own batches): use their mean.
+  if (!buffers.empty()) {
+    const std::vector<float> mine = gather(buffers);
+    std::vector<double> sum(mine.begin(), mine.end());
+    collectives::allreduce_sum(base, sum);
+    std::vector<float> mean(sum.size());
+    for (std::size_t i = 0; i < sum.size(); ++i) mean[i] = static_cast<float>(sum[i] / p);
+    scatter(buffers, mean);
+  }
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const auto [begin, end] = shard_range(static_cast<std::size_t>(test.size()), p, base.rank());
+  double totals[3] = {0.0, 0.0, 0.0};  // loss sum, correct, count
+  constexpr std::int64_t kBatch = 1000;
+  for (auto lo = static_cast<std::int64_t>(begin); lo < static_cast<std::int64_t>(end); lo += kBatch) {
+    const std::int64_t hi = std::min<std::int64_t>(lo + kBatch, static_cast<std::int64_t>(end));
+    const auto x = test.images.slice(0, lo, hi);
+    const auto y = test.labels.slice(0, lo, hi);
+    const auto logits = model.forward(x);
+    totals[0] += torch::nn::functional::cross_entropy(
+                     logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                     .item<double>();
+    totals[1] += logits.argmax(1).eq(y).sum().item<double>();
+    totals[2] += static_cast<double>(hi - lo);
+  }
+  collectives::allreduce_sum(base, totals);
+  model.train();
+  return {totals[0] / totals[2], totals[1] / totals[2]};
+}
+
+TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const Data& data, TrainObserver* observer) {
+  const int p = base.size();
+  const int rank = base.rank();
+  const bool reporter = rank == 0;
+  const auto start = Clock::now();
+  const transport::NetworkSpec network = transport::parse_network(c.network);
+  std::optional<transport::SimulatedNetwork> simulated;
+  if (network.enabled()) simulated.emplace(base, network);
+  transport::Transport& comm = simulated ? static_cast<transport::Transport&>(*simulated) : base;
+
+  std::shared_ptr<Classifier> model;
+  {
+    std::lock_guard lock(model_init_mutex);
+    torch::manual_seed(c.seed);
+    model = make_model(c.model);
+  }
+  std::vector<torch::Tensor> parameters;
+  std::vector<std::string> names;
+  for (const auto& item : model->named_parameters()) {
+    names.push_back(item.key());
+    parameters.push_back(item.value());
+  }
+  std::vector<torch::Tensor> buffers = float_buffers(*model);
+  collectives::ExchangeConfig exchange;
+  exchange.compressor = {c.compressor, c.r_factor, c.seed, c.aggregator == "randk-shared"};
+  exchange.aggregator = c.aggregator;
+  exchange.density = density_for_epoch(c, 0);
+  SgdConfig sgd{c.momentum, c.nesterov, c.weight_decay, c.momentum_correction, c.per_layer};
+  DistributedOptimizer optimizer(comm, parameters, names, exchange, sgd);
+  {
+    // Identical initial parameters everywhere: rank 0's. Setup, not training: not on the clock.
+    std::vector<float> values(optimizer.size());
+    optimizer.flat().gather_values(values);
+    collectives::broadcast(base, values, 0);
+    optimizer.flat().scatter_values(values);
+  }
+
+  const auto n_train = static_cast<std::size_t>(data.train.size());
+  const std::size_t per_epoch = iterations_per_epoch(n_train, p, static_cast<std::size_t>(c.batch_size));
+  std::uint64_t steps_total = per_epoch * static_cast<std::uint64_t>(c.epochs);
+  if (c.max_iters > 0) steps_total = std::min<std::uint64_t>(steps_total, c.max_iters);
+
+  TrainSummary summary;
+  summary.model = c.model;
+  summary.compressor = c.compressor;
+  summary.aggregator = c.aggregator;
+  summary.network = network.name;
+  summary.parameters = parameter_count(*model);
+  summary.workers = p;
+  summary.epochs = c.epochs;
+  summary.density = c.density;
+
+  // Position and running totals; restored from a checkpoint when resuming.
+  int start_epoch = 0;
+  std::uint64_t start_iteration = 0, step = 0;
+  double epoch_loss_sum = 0.0, epoch_batches = 0.0, wall_before = 0.0;
+  std::uint64_t bytes_total = 0;
+  std::vector<EpochResult> history;
+  const fs::path out_dir = c.out_dir;
+  const std::string rank_file = "rank-" + std::to_string(rank) + ".ckpt";
+  if (!c.resume_dir.empty()) {
+    const Checkpoint ckpt = read_checkpoint((fs::path(c.resume_dir) / "checkpoints" / rank_file).string());
+    if (ckpt.text_section("config") != fingerprint(c, p)) {
+      throw InvalidArgument("the checkpoint in " + c.resume_dir +
+                            " was written with other training options (model, method, schedule, seed or workers): "
+                            "resume with the options of the original run");
+    }
+    std::vector<float> values = ckpt.float_section("parameters");
+    SPARSGD_ENFORCE_EQ(values.size(), optimizer.size(), "checkpoint parameters do not fit the model");
+    optimizer.flat().scatter_values(values);
+    scatter(buffers, ckpt.float_section("buffers"));
+    optimizer.velocity() = ckpt.float_section("velocity");
+    optimizer.local_velocity() = ckpt.float_section("local_velocity");
+    std::vector<std::vector<float>> residuals;
+    for (std::size_t i = 0; ckpt.floats.count("residual-" + std::to_string(i)) > 0; ++i) {
+      residuals.push_back(ckpt.float_section("residual-" + std::to_string(i)));
+    }
+    optimizer.set_residuals(residuals);
+    const auto& position = ckpt.integer_section("position");
+    SPARSGD_ENFORCE_EQ(position.size(), std::size_t{4}, "checkpoint position is malformed");
+    start_epoch = static_cast<int>(position[0]);
+    start_iteration = position[1];
+    step = position[2];
+    bytes_total = position[3];
+    const auto& totals = ckpt.double_section("totals");
+    SPARSGD_ENFORCE_EQ(totals.size(), std::size_t{7}, "checkpoint totals are malformed");
+    epoch_loss_sum = totals[0];
+    epoch_batches = totals[1];
+    wall_before = totals[2];
+    summary.compute_seconds = totals[3];
+    summary.compression_seconds = totals[4];
+    summary.communication_seconds = totals[5];
+    if (simulated) simulated->set_clock(totals[6]);
+    history = unflatten(ckpt.double_section("history"));
+    summary.resumed = true;
+  }
+  if (reporter && !out_dir.empty()) {
+    fs::create_directories(out_dir);
+    if (summary.resumed) {
+      restart_metrics(fs::path(c.resume_dir) / "metrics.csv", out_dir / "metrics.csv", step);
+    } else {
+      std::ofstream(out_dir / "metrics.csv", std::ios::trunc) << kMetricsHeader;
+    }
+  }
+  std::ofstream metrics;
+  if (reporter && !out_dir.empty()) metrics.open(out_dir / "metrics.csv", std::ios::app);
+  if (reporter && observer) observer->on_start(summary, steps_total);
+
+  auto save_checkpoint = [&](int epoch, std::uint64_t next_iteration) {
+    Checkpoint ckpt;
+    ckpt.texts["config"] = fingerprint(c, p);
+    std::vector<float> values(optimizer.size());
+    optimizer.flat().gather_values(values);
+    ckpt.floats["parameters"] = std::move(values);
+    ckpt.floats["buffers"] = gather(buffers);
+    ckpt.floats["velocity"] = optimizer.velocity();
+    ckpt.floats["local_velocity"] = optimizer.local_velocity();
+    const auto residuals = optimizer.residuals();
+    for (std::size_t i = 0; i < residuals.size(); ++i) ckpt.floats["residual-" + std::to_string(i)] = residuals[i];
+    ckpt.integers["position"] = {static_cast<std::uint64_t>(epoch), next_iteration, step, bytes_total};
+    ckpt.doubles["totals"] = {epoch_loss_sum,
+                              epoch_batches,
+                              wall_before + std::chrono::duration<double>(Clock::now() - start).count(),
+                              summary.compute_seconds,
+                              summary.compression_seconds,
+                              summary.communication_seconds,
+                              simulated ? simulated->now() : 0.0};
+    ckpt.doubles["history"] = flatten(history);
+    const fs::path dir = out_dir / "checkpoints";
+    fs::create_directories(dir);
+    write_checkpoint((dir / rank_file).string(), ckpt);
+    if (simulated) simulated->discard_compute();
+  };
+
+  bool stopped = false;
+  for (int epoch = start_epoch; epoch < c.epochs && !stopped; ++epoch) {
+    const std::vector<std::uint32_t> order = epoch_permutation(n_train, c.seed, static_cast<std::uint64_t>(epoch));
+    const auto [shard_begin, shard_end] = shard_range(n_train, p, rank);
+    optimizer.set_density(density_for_epoch(c, epoch));
+    const std::uint64_t first = epoch == start_epoch ? start_iteration : 0;
+    if (epoch != start_epoch || start_iteration == 0) {
+      epoch_loss_sum = 0.0;
+      epoch_batches = 0.0;
+    }
+    for (std::uint64_t it = first; it < per_epoch; ++it) {
+      if (step >= steps_total) {
+        stopped = true;
+        break;
+      }
+      const std::size_t lo = std::min(shard_end, shard_begin + it * static_cast<std::size_t>(c.batch_size));
+      const std::size_t hi = std::min(shard_end, lo + static_cast<std::size_t>(c.batch_size));
+      const double cpu_start = transport::thread_cpu_seconds();
+      model->zero_grad();
+      double loss_value = 0.0;
+      if (hi > lo) {
+        std::vector<std::int64_t> rows(order.begin() + static_cast<std::ptrdiff_t>(lo),
+                                       order.begin() + static_cast<std::ptrdiff_t>(hi));
+        const auto index = torch::tensor(rows, torch::kInt64);
+        const auto x = data.train.images.index_select(0, index);
+        const auto y = data.train.labels.index_select(0, index);
+        const auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+        loss.backward();
+        loss_value = loss.item<double>();
+        epoch_loss_sum += loss_value;
+        epoch_batches += 1.0;
+      }
+      const double compute = transport::thread_cpu_seconds() - cpu_start;
+      const double position = epoch + static_cast<double>(it) / static_cast<double>(per_epoch);
+      const double lr = learning_rate(c, p, position);
+      const StepStats stats = optimizer.step(step, lr);
+      bytes_total += stats.bytes_sent;
+      summary.compute_seconds += compute;
+      summary.compression_seconds += stats.compress_cpu_seconds;
+      summary.communication_seconds += stats.aggregate_wall_seconds;
+      ++step;
+      if (reporter) {
+        IterationRecord record{epoch,
+                               step,
+                               steps_total,
+                               loss_value,
+                               lr,
+                               optimizer.density(),
+                               stats.bytes_sent,
+                               compute,
+                               stats.compress_cpu_seconds,
+                               stats.aggregate_wall_seconds,
+                               simulated ? simulated->now() : 0.0,
+                               wall_before + std::chrono::duration<double>(Clock::now() - start).count()};
+        if (metrics.is_open()) {
+          metrics << record.epoch << ',' << record.step << ',' << record.loss << ',' << record.lr << ','
+                  << record.density << ',' << record.bytes_sent << ',' << record.compute_seconds << ','
+                  << record.compression_seconds << ',' << record.communication_seconds << ','
+                  << record.simulated_seconds << ',' << record.wall_seconds << '\n';
+        }
+        if (observer) observer->on_iteration(record);
+      }
+      if (c.checkpoint_every > 0 && step % static_cast<std::uint64_t>(c.checkpoint_every) == 0 && step < steps_total) {
+        save_checkpoint(it + 1 == per_epoch ? epoch + 1 : epoch, it + 1 == per_epoch ? 0 : it + 1);
+      }
+    }
+    // End of the epoch (or of the run): evaluate on the test set, off the simulated clock.
+    if (simulated) simulated->discard_compute();
+    const Evaluation eval = evaluate(base, *model, buffers, data.test);
+    double totals[4] = {epoch_loss_sum, epoch_batches, static_cast<double>(bytes_total), static_cast<double>(step)};
+    collectives::allreduce_sum(base, totals);
+    EpochResult result;
+    result.epoch = epoch;
+    result.iterations = step;
+    result.train_loss = totals[1] > 0 ? totals[0] / totals[1] : 0.0;
+    result.test_loss = eval.loss;
+    result.test_accuracy = eval.accuracy;
+    result.wall_seconds = wall_before + std::chrono::duration<double>(Clock::now() - start).count();
+    result.simulated_seconds = simulated ? simulated->now() : 0.0;
+    result.bytes_per_iteration = totals[3] > 0 ? totals[2] / totals[3] : 0.0;  // = mean over workers
+    history.push_back(result);
+    if (simulated) simulated->discard_compute();
+    if (reporter) {
+      if (!out_dir.empty()) write_epochs(out_dir / "epochs.csv", history);
+      if (observer) observer->on_epoch(result);
+    }
+  }
+
+  summary.iterations = step;
+  summary.history = history;
+  if (!history.empty()) {
+    summary.final_train_loss = history.back().train_loss;
+    summary.final_test_loss = history.back().test_loss;
+    summary.final_test_accuracy = history.back().test_accuracy;
+    summary.bytes_per_iteration = history.back().bytes_per_iteration;
+    summary.simulated_seconds = history.back().simulated_seconds;
+  }
+  summary.wall_seconds = wall_before + std::chrono::duration<double>(Clock::now() - start).count();
+  if (reporter && !out_dir.empty()) std::ofstream(out_dir / "summary.json", std::ios::trunc) << to_json(summary) << '\n';
+  return summary;
+}
+
+Data load_data(const TrainConfig& c) { return {load_fashion_mnist(c.data_dir, true), load_fashion_mnist(c.data_dir, false)}; }
+
+}  // namespace
+
+void validate(const TrainConfig& c) {
+  SPARSGD_ENFORCE(c.workers >= 1 && c.workers <= 1024, "--workers must be in [1, 1024], got " << c.workers);
+  const auto& models = model_names();
+  SPARSGD_ENFORCE(std::find(models.begin(), models.end(), c.model) != models.end(),
+                  "unknown model '" << c.model << "' (expected mlp, cnn or resnet20)");
+  compress::make_compressor({c.compressor, c.r_factor, c.seed, false});
+  collectives::make_aggregator(c.aggregator);
+  validate_density(c.density);
+  if (c.warmup_density != 0.0) validate_density(c.warmup_density);
+  SPARSGD_ENFORCE(c.epochs >= 1, "--epochs must be at least 1, got " << c.epochs);
+  SPARSGD_ENFORCE(c.batch_size >= 1, "--batch-size must be at least 1, got " << c.batch_size);
+  SPARSGD_ENFORCE(std::isfinite(c.lr) && c.lr > 0.0, "--lr must be a positive number, got " << c.lr);
+  SPARSGD_ENFORCE(std::isfinite(c.momentum) && c.momentum >= 0.0 && c.momentum < 1.0,
+                  "--momentum must be in [0, 1), got " << c.momentum);
+  SPARSGD_ENFORCE(std::isfinite(c.weight_decay) && c.weight_decay >= 0.0,
+                  "--weight-decay must be >= 0, got " << c.weight_decay);
+  SPARSGD_ENFORCE(std::isfinite(c.warmup_epochs) && c.warmup_epochs >= 0.0,
+                  "--warmup-epochs must be >= 0, got " << c.warmup_epochs);
+  SPARSGD_ENFORCE(c.lr_schedule == "none" || c.lr_schedule == "step" || c.lr_schedule == "cosine",
+                  "unknown --lr-schedule '" << c.lr_schedule << "' (expected none, step or cosine)");
+  transport::parse_network(c.network);
+  SPARSGD_ENFORCE(c.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got " << c.checkpoint_every);
+  SPARSGD_ENFORCE(c.checkpoint_every == 0 || !c.out_dir.empty(), "--checkpoint-every needs --out DIR");
+  SPARSGD_ENFORCE(c.timeout_ms >= 1, "--timeout-ms must be at least 1");
+  SPARSGD_ENFORCE(c.aggregator != "randk-shared" || c.compressor == "randk",
+                  "the randk-shared aggregator needs the randk compressor");
+}
+
+std::string to_json(const TrainSummary& s) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : s.history) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"iterations", e.iterations},
+                      {"train_loss", e.train_loss},
+                      {"test_loss", e.test_loss},
+                      {"test_accuracy", e.test_accuracy},
+                      {"wall_seconds", e.wall_seconds},
+                      {"simulated_seconds", e.simulated_seconds},
+                      {"bytes_per_iteration", e.bytes_per_iteration}});
+  }
+  const nlohmann::json doc = {
+      {"method", s.compressor + "+" + s.aggregator},
+      {"model", s.model},
+      {"parameters", s.parameters},
+      {"compressor", s.compressor},
+      {"aggregator", s.aggregator},
+      {"network", s.network},
+      {"workers", s.workers},
+      {"epochs", s.epochs},
+      {"iterations", s.iterations},
+      {"density", s.density},
+      {"final_train_loss", s.final_train_loss},
+      {"final_test_loss", s.final_test_loss},
+      {"final_test_accuracy", s.final_test_accuracy},
+      {"bytes_per_worker_per_iteration", s.bytes_per_iteration},
+      {"wall_seconds", s.wall_seconds},
+      {"simulated_seconds", s.simulated_seconds},
+      {"time_split_seconds",
+       {{"compute", s.compute_seconds}, {"compression", s.compression_seconds}, {"communication", s.communication_seconds}}},
+      {"resumed", s.resumed},
+      {"history", epochs}};
+  return doc.dump();
+}
+
+TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
+  validate(config);
+  // One intra-op thread per worker: the workers are the parallelism, and a fixed thread count
+  // keeps the arithmetic identical between in-process and MPI runs.
+  torch::set_num_threads(1);
+  const Data data = load_data(config);
+  TrainSummary summary;
+  std::mutex summary_mutex;
+  transport::run_local_workers(
+      config.workers,
+      [&](transport::Transport& t) {
+        TrainSummary mine = run_worker(t, config, data, t.rank() == 0 ? observer : nullptr);
+        if (t.rank() == 0) {
+          std::lock_guard lock(summary_mutex);
+          summary = std::move(mine);
+        }
+      },
+      std::chrono::milliseconds(config.timeout_ms));
+  return summary;
+}
+
+TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config, TrainObserver* observer) {
+  validate(config);
+  torch::set_num_threads(1);
+  const Data data = load_data(config);
+  return run_worker(transport, config, data, transport.rank() == 0 ? observer : nullptr);
+}
+
+}  // namespace sparsgd::torch_layer
