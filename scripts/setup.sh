@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev
   dataset-fashion-mnist # Fashion-MNIST (gzipped IDX) for the torch layer's loader and training
+  gnuplot-nox           # the PNG plots of training runs
 )
 missing=()
 for p in "${packages[@]}"; do

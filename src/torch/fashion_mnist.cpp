@@ -6,8 +6,10 @@
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sparsgd/core/error.hpp"
@@ -37,13 +39,19 @@ class GzReader {
                             " not found; install it with: apt-get install dataset-fashion-mnist "
                             "(or pass the directory that holds the four *-ubyte.gz files)");
     }
+    // zlib reports an empty file as a (plain) stream of zero bytes; say what it is instead.
+    if (std::filesystem::file_size(path_, ec) == 0 && !ec) fail_data(path_, "is empty");
     file_ = gzopen(path_.c_str(), "rb");
     if (file_ == nullptr) fail_data(path_, "cannot be opened");
-    // A larger buffer than zlib's 8 KiB default halves the decompression time of the 26 MB file.
+    // Fewer, larger reads than with zlib's 8 KiB default buffer for the 26 MB training images.
     gzbuffer(file_, 1 << 18);
     // zlib would otherwise pass a plain file through unchanged ("transparent" mode); the
-    // package ships gzip, so anything else is not the file we expect.
-    if (gzdirect(file_) != 0) fail_data(path_, "not a gzip stream");
+    // package ships gzip, so anything else is not the file we expect. The destructor does not
+    // run when the constructor throws, hence the explicit close.
+    if (gzdirect(file_) != 0) {
+      gzclose_r(file_);
+      fail_data(path_, "not a gzip stream");
+    }
   }
   GzReader(const GzReader&) = delete;
   GzReader& operator=(const GzReader&) = delete;
@@ -58,12 +66,13 @@ class GzReader {
       // gzread takes an unsigned and returns an int, so large reads go in pieces.
       const auto chunk = static_cast<unsigned>(std::min<std::size_t>(bytes - got, INT_MAX / 2));
       const int n = gzread(file_, out + got, chunk);
-      if (n < 0) fail_data(path_, std::string("corrupt gzip stream while reading ") + what + " (" + zlib_message() + ")");
+      // No "while reading <what>": zlib decodes ahead, so the damage may lie anywhere later.
+      if (n < 0) fail_data(path_, "corrupt gzip stream (" + zlib_message() + ")");
       if (n == 0) {
         int errnum = Z_OK;
         gzerror(file_, &errnum);
-        std::string why = "truncated: " + std::string(what) + " needs " + std::to_string(bytes) +
-                          " bytes, the file ends after " + std::to_string(got);
+        std::string why = "truncated: expected " + std::to_string(bytes) + " bytes of " + what +
+                          ", the file ends after " + std::to_string(got);
         if (errnum != Z_OK) why += " (" + zlib_message() + ")";
         fail_data(path_, why);
       }
@@ -108,7 +117,10 @@ class GzReader {
   std::string zlib_message() {
     int errnum = Z_OK;
     const char* msg = gzerror(file_, &errnum);
-    return (msg != nullptr && *msg != '\0') ? msg : "zlib error " + std::to_string(errnum);
+    std::string text = (msg != nullptr && *msg != '\0') ? msg : "zlib error " + std::to_string(errnum);
+    // zlib prefixes the path, which our message already starts with.
+    if (text.starts_with(path_ + ": ")) text.erase(0, path_.size() + 2);
+    return text;
   }
 
   std::string path_;
@@ -118,7 +130,10 @@ class GzReader {
 void expect_magic(GzReader& in, std::uint32_t expected) {
   const std::uint32_t magic = in.read_be32("the magic number");
   if (magic != expected) {
-    fail_data(in.path(), "magic number is " + std::to_string(magic) + ", expected " +
+    // The hex form shows a byte-order mix-up at a glance (0x03080000 for 0x00000803).
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", static_cast<unsigned>(magic));
+    fail_data(in.path(), "magic number is " + std::to_string(magic) + " (" + hex + "), expected " +
                              std::to_string(expected) + " (IDX " +
                              (expected == kImagesMagic ? "images" : "labels") + ")");
   }

@@ -160,6 +160,8 @@ void expect_invalid_data(const fs::path& dir, const std::string& file, const std
     ADD_FAILURE() << "expected sparsgd::InvalidData about " << file << " (" << why << ")";
   } catch (const sparsgd::InvalidData& e) {
     const std::string msg = e.what();
+    static int seen = 0;
+    ::testing::Test::RecordProperty("message" + std::to_string(++seen), msg);  // in --gtest_output=xml, to review the wording
     EXPECT_NE(msg.find((dir / file).string()), std::string::npos) << msg;
     EXPECT_NE(msg.find(why), std::string::npos) << msg;
   }
@@ -200,7 +202,7 @@ TEST(FashionMnistFiles, BadImageMagic) {
   Idx idx;
   idx.image_magic = 2049;
   idx.write(dir.path());
-  expect_invalid_data(dir.path(), "t10k-images-idx3-ubyte.gz", "magic number is 2049, expected 2051");
+  expect_invalid_data(dir.path(), "t10k-images-idx3-ubyte.gz", "magic number is 2049 (0x00000801), expected 2051");
 }
 
 TEST(FashionMnistFiles, BadLabelMagic) {
@@ -275,7 +277,7 @@ TEST(FashionMnistFiles, EmptyFile) {
   TempDir dir;
   Idx{}.write(dir.path());
   write_file(dir.path() / "t10k-labels-idx1-ubyte.gz", Bytes{});
-  expect_invalid_data(dir.path(), "t10k-labels-idx1-ubyte.gz", "");
+  expect_invalid_data(dir.path(), "t10k-labels-idx1-ubyte.gz", "is empty");
 }
 
 TEST(FashionMnistFiles, CorruptGzipStream) {
@@ -288,7 +290,7 @@ TEST(FashionMnistFiles, CorruptGzipStream) {
 
   // Cut in half: the deflate stream ends early.
   write_file(images, Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2)));
-  expect_invalid_data(dir.path(), "t10k-images-idx3-ubyte.gz", "");
+  expect_invalid_data(dir.path(), "t10k-images-idx3-ubyte.gz", "truncated");
 
   // A flipped bit in the CRC-32 trailer: all data decodes, only the check catches it.
   Bytes bad_crc = good;
@@ -300,7 +302,7 @@ TEST(FashionMnistFiles, CorruptGzipStream) {
   Bytes garbage = good;
   for (std::size_t i = 12; i < garbage.size() - 8; ++i) garbage[i] = static_cast<std::uint8_t>(0xA5 ^ i);
   write_file(images, garbage);
-  expect_invalid_data(dir.path(), "t10k-images-idx3-ubyte.gz", "");
+  expect_invalid_data(dir.path(), "t10k-images-idx3-ubyte.gz", "corrupt gzip stream");
 }
 
 }  // namespace
