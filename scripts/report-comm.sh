@@ -9,15 +9,18 @@ iters=${1:-3}
 workers=${2:-"4 8 16 32"}
 [ -x build/sparsgd ] || bash scripts/setup.sh
 command -v python3 >/dev/null || { apt-get update -q && apt-get install -y -q python3; }
-runs=$(mktemp -d)
-trap 'rm -rf "$runs"' EXIT
+# Results are kept in runs/comm/ and a finished one is not run again (delete the folder to redo).
+runs=runs/comm
+mkdir -p "$runs"
 for p in $workers; do
   for agg in dense allgather gtopk gtopk-rd randk-shared; do
     comp=topk
     [ "$agg" = randk-shared ] && comp=randk
+    [ -s "$runs/$p-$agg.json" ] && continue
     echo "P=$p $agg" >&2
     ./build/sparsgd bench comm --transport local --workers "$p" --n 25000000 --density 0.001 --compressor "$comp" \
-      --aggregator "$agg" --network paper-1gbe --iters "$iters" --json >"$runs/$p-$agg.json"
+      --aggregator "$agg" --network paper-1gbe --iters "$iters" --json >"$runs/$p-$agg.tmp"
+    mv "$runs/$p-$agg.tmp" "$runs/$p-$agg.json"
   done
 done
 python3 - "$runs" "$iters" "$workers" >docs/results/comm.md <<'PY'

@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "cli/mpi_job.hpp"
 #include "cli/plots.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/core/error.hpp"
@@ -130,23 +131,10 @@ void run_train(TrainConfig config, bool json, bool mpi) {
     finish(config, torch_layer::train(config, &observer), json);
     return;
   }
-#ifdef SPARSGD_HAVE_MPI
-  transport::MpiSession session(nullptr, nullptr);
-  try {
-    transport::MpiTransport t;
-    t.set_timeout(std::chrono::milliseconds(config.timeout_ms));
+  run_mpi_job(std::chrono::milliseconds(config.timeout_ms), [&](transport::Transport& t) {
     const TrainSummary summary = torch_layer::train_worker(t, config, &observer);
     if (t.rank() == 0) finish(config, summary, json);
-  } catch (const std::exception& e) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "sparsgd: error: rank %d: %s\n", rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-#else
-  throw InvalidArgument("this sparsgd was built without MPI");
-#endif
+  });
 }
 
 }  // namespace

@@ -73,6 +73,12 @@ ReferenceAggregation all_consumed(const std::vector<SparseVector>& selections) {
 
 }  // namespace
 
+bool sums_agree(float a, float b, double magnitude, int terms) {
+  const double mu = static_cast<double>(std::max(terms - 1, 0)) * 0x1.0p-24;
+  const double gamma = mu / (1.0 - mu);
+  return std::fabs(static_cast<double>(a) - b) <= 2.0 * gamma * magnitude;
+}
+
 ReferenceAggregation reference_aggregate(const std::string& aggregator, const std::vector<SparseVector>& selections,
                                          std::size_t k) {
   SPARSGD_ENFORCE(!selections.empty(), "reference needs at least one worker");
@@ -82,8 +88,12 @@ ReferenceAggregation reference_aggregate(const std::string& aggregator, const st
     ReferenceAggregation out = all_consumed(selections);
     out.dense = true;
     out.dense_sum.assign(n, 0.0f);
+    out.magnitude.assign(n, 0.0);
     for (const SparseVector& s : selections) {
-      for (std::size_t e = 0; e < s.size(); ++e) out.dense_sum[s.indices[e]] += s.values[e];
+      for (std::size_t e = 0; e < s.size(); ++e) {
+        out.dense_sum[s.indices[e]] += s.values[e];
+        out.magnitude[s.indices[e]] += std::fabs(static_cast<double>(s.values[e]));
+      }
     }
     return out;
   }
@@ -94,13 +104,18 @@ ReferenceAggregation reference_aggregate(const std::string& aggregator, const st
       }
     }
     ReferenceAggregation out = all_consumed(selections);
-    std::map<std::uint32_t, float> sum;
+    std::map<std::uint32_t, std::pair<float, double>> sum;  // value, magnitude
     for (const SparseVector& s : selections) {
-      for (std::size_t e = 0; e < s.size(); ++e) sum[s.indices[e]] += s.values[e];
+      for (std::size_t e = 0; e < s.size(); ++e) {
+        auto& [value, magnitude] = sum[s.indices[e]];
+        value += s.values[e];
+        magnitude += std::fabs(static_cast<double>(s.values[e]));
+      }
     }
-    for (const auto& [index, value] : sum) {
+    for (const auto& [index, entry] : sum) {
       out.sum.indices.push_back(index);
-      out.sum.values.push_back(value);
+      out.sum.values.push_back(entry.first);
+      out.magnitude.push_back(entry.second);
     }
     return out;
   }

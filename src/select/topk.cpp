@@ -209,6 +209,7 @@ KthKey kth_largest_key_radix(std::span<const float> x, std::size_t k) {
   std::uint32_t prefix = 0;
   std::uint32_t prefix_mask = 0;
   std::size_t remaining = k;  // rank of the answer among keys that share the prefix
+  std::size_t equal = 0;
   for (const Level& level : levels) {
     histogram.assign(level.bins, 0);
     const std::uint32_t digit_mask = level.bins - 1;
@@ -224,8 +225,9 @@ KthKey kth_largest_key_radix(std::span<const float> x, std::size_t k) {
     }
     prefix |= bin << level.shift;
     prefix_mask |= digit_mask << level.shift;
+    equal = histogram[bin];
   }
-  return {prefix, k - remaining};
+  return {prefix, k - remaining, equal};
 }
 
 KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch) {
@@ -257,14 +259,31 @@ KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, s
     if (((key >> 10) & 1023u) == mid) ++low_counts[key & 1023u];
   }
   const std::uint32_t low = descend(low_counts, 1024);
-  return {(top << 20) | (mid << 10) | low, k - remaining};
+  return {(top << 20) | (mid << 10) | low, k - remaining, low_counts[low]};
 }
 
 void emit_top_positions(std::span<const std::uint32_t> keys, KthKey kth, std::size_t k, std::uint32_t* out_positions,
                         std::span<std::int32_t> slots) {
+  const bool with_slots = !slots.empty();
+  if (kth.equal == k - kth.greater) {
+    // Every key equal to the threshold is taken: no tie budget to track, so the loop is a plain
+    // compaction (about three times faster).
+    const std::uint32_t threshold = kth.key;
+    std::size_t written = 0;
+    std::size_t i = 0;
+    for (; i < keys.size() && written < k; ++i) {
+      const std::size_t take = keys[i] >= threshold;
+      out_positions[written] = static_cast<std::uint32_t>(i);
+      if (with_slots) slots[i] = static_cast<std::int32_t>((written & (0 - take)) | (take - 1));
+      written += take;
+    }
+    if (with_slots) {
+      for (; i < keys.size(); ++i) slots[i] = -1;
+    }
+    return;
+  }
   std::size_t written = 0;
   std::size_t equal_left = k - kth.greater;
-  const bool with_slots = !slots.empty();
   std::size_t i = 0;
   // Branch-free while slots remain: the store to out_positions[written] is undone by not
   // advancing `written` when the key is not taken.

@@ -16,6 +16,9 @@ struct ReferenceAggregation {
   bool dense = false;
   SparseVector sum;
   std::vector<float> dense_sum;
+  // Sum of the absolute values of the terms of each entry of the sum (dense: of each index): the
+  // scale of the rounding error of a float sum taken in another order.
+  std::vector<double> magnitude;
   std::vector<std::vector<std::uint8_t>> consumed;  // [worker][entry]
 };
 
@@ -25,5 +28,9 @@ struct ReferenceAggregation {
 // there, so compare those with a tolerance.
 ReferenceAggregation reference_aggregate(const std::string& aggregator, const std::vector<SparseVector>& selections,
                                          std::size_t k);
+
+// Whether two float sums of the same `terms` terms, taken in different orders, agree within the
+// worst-case rounding bound 2 * gamma(terms - 1) * magnitude (Higham), where gamma(m) = m u / (1 - m u).
+bool sums_agree(float a, float b, double magnitude, int terms);
 
 }  // namespace sparsgd::collectives

@@ -50,7 +50,8 @@ TopkPath topk(std::span<const float> x, std::size_t k, SparseVector& out, TopkWo
 // radix select over the key bits (three histogram passes). Requires 1 <= k <= x.size().
 struct KthKey {
   std::uint32_t key = 0;
-  std::size_t greater = 0;
+  std::size_t greater = 0;  // entries with a larger key
+  std::size_t equal = 0;    // entries with this key (0 where unknown)
 };
 KthKey kth_largest_key_radix(std::span<const float> x, std::size_t k);
 
