@@ -9,6 +9,8 @@ packages=(
   libhwy-dev            # SIMD kernels with runtime dispatch
   libopenmpi-dev openmpi-bin   # the MPI transport
   libtorch-dev          # LibTorch 1.13: the torch layer and the torch-topk baseline
+  libopenblas0-serial   # an optimized BLAS for LibTorch (the reference BLAS is ten times slower); serial,
+                        # because the workers are the parallelism
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev

@@ -17,12 +17,7 @@ class AllgatherBruck final : public Aggregator {
   std::uint32_t wire_id() const override { return kAllgatherBruck; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
-    try {
-      gather_and_sum(t, local, k, out);
-    } catch (...) {
-      accumulator_.clear();  // may hold partial sums; the next call starts from zeros again
-      throw;
-    }
+    gather_and_sum(t, local, k, out);
   }
 
  private:
@@ -55,32 +50,49 @@ class AllgatherBruck final : public Aggregator {
       if (!rest.empty()) throw wire::WireError("message from rank " + std::to_string(from) + ": trailing bytes");
       held += count;
     }
-    // Sum in rank order through a dense accumulator; a bitmap of touched indices gives the
-    // ascending result without sorting and lets the accumulator be cleared in O(touched).
-    accumulator_.resize(local.dim, 0.0f);
-    touched_.assign((local.dim + 63) / 64, 0);
+    // Decode every block (validating it), then sum in rank order. The sum walks the index space in
+    // windows small enough that their accumulator stays in cache: within a window each rank's
+    // entries are added in rank order, and a bitmap of touched indices yields the result in
+    // ascending order without sorting. Scattering all P*k entries over an n-float array instead
+    // would miss the cache on nearly every one.
+    decoded_.resize(static_cast<std::size_t>(p));
     for (int source = 0; source < p; ++source) {
       const auto slot = static_cast<std::size_t>((source - r + p) % p);
-      wire::Expectation expect = expectation(*this, local, k, capacity, source);
-      wire::decode_sparse(blocks_[slot], expect, block_, mask_, 0);
-      for (std::size_t i = 0; i < block_.size(); ++i) {
-        const std::uint32_t index = block_.indices[i];
-        accumulator_[index] += block_.values[i];
-        touched_[index / 64] |= std::uint64_t{1} << (index % 64);
-      }
+      wire::decode_sparse(blocks_[slot], expectation(*this, local, k, capacity, source),
+                          decoded_[static_cast<std::size_t>(source)], mask_, 0);
     }
     out.dense = false;
     out.dense_sum.clear();
     out.sum.dim = local.dim;
     out.sum.clear();
-    for (std::size_t w = 0; w < touched_.size(); ++w) {
-      std::uint64_t word = touched_[w];
-      while (word != 0) {
-        const auto index = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(word)));
-        out.sum.indices.push_back(index);
-        out.sum.values.push_back(accumulator_[index]);
-        accumulator_[index] = 0.0f;
-        word &= word - 1;
+    constexpr std::size_t kWindow = std::size_t{1} << 18;  // 1 MiB of floats
+    accumulator_.assign(std::min(kWindow, local.dim), 0.0f);
+    touched_.assign((accumulator_.size() + 63) / 64, 0);
+    cursor_.assign(static_cast<std::size_t>(p), 0);
+    for (std::size_t base = 0; base < local.dim; base += kWindow) {
+      const std::size_t end = std::min(local.dim, base + kWindow);
+      bool any = false;
+      for (std::size_t source = 0; source < decoded_.size(); ++source) {
+        const SparseVector& block = decoded_[source];
+        std::size_t& i = cursor_[source];
+        for (; i < block.size() && block.indices[i] < end; ++i) {
+          const std::size_t offset = block.indices[i] - base;
+          accumulator_[offset] += block.values[i];
+          touched_[offset / 64] |= std::uint64_t{1} << (offset % 64);
+          any = true;
+        }
+      }
+      if (!any) continue;
+      for (std::size_t w = 0; w < touched_.size(); ++w) {
+        std::uint64_t word = touched_[w];
+        touched_[w] = 0;
+        while (word != 0) {
+          const std::size_t offset = w * 64 + static_cast<std::size_t>(__builtin_ctzll(word));
+          out.sum.indices.push_back(static_cast<std::uint32_t>(base + offset));
+          out.sum.values.push_back(accumulator_[offset]);
+          accumulator_[offset] = 0.0f;
+          word &= word - 1;
+        }
       }
     }
     out.consumed.assign(local.size(), 1);
@@ -88,9 +100,10 @@ class AllgatherBruck final : public Aggregator {
 
   std::vector<std::vector<std::byte>> blocks_;
   std::vector<std::byte> outgoing_, incoming_;
+  std::vector<SparseVector> decoded_;
+  std::vector<std::size_t> cursor_;
   std::vector<float> accumulator_;
   std::vector<std::uint64_t> touched_;
-  SparseVector block_;
   std::vector<std::uint8_t> mask_;
 };
 
