@@ -9,8 +9,9 @@ packages=(
   libhwy-dev            # SIMD kernels with runtime dispatch
   libopenmpi-dev openmpi-bin   # the MPI transport
   libtorch-dev          # LibTorch 1.13: the torch layer and the torch-topk baseline
-  libopenblas0-serial   # an optimized BLAS for LibTorch (the reference BLAS is ten times slower); serial,
-                        # because the workers are the parallelism
+  libopenblas0-pthread  # an optimized BLAS for LibTorch (the reference BLAS is ten times slower); the
+                        # trainer sets it to one thread per worker. Not the serial build: it is not
+                        # safe to call from several worker threads at once (training diverges).
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev

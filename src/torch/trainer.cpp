@@ -1,5 +1,6 @@
 #include "sparsgd/torch/trainer.hpp"
 
+#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -426,6 +427,14 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   return summary;
 }
 
+// One BLAS thread per worker: the workers are the parallelism, and OpenBLAS's own pool would
+// oversubscribe the cores. Looked up at run time because the BLAS under LibTorch is chosen by
+// Debian's alternatives (reference BLAS, OpenBLAS, ...), not at build time.
+void limit_blas_threads() {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+}
+
 Data load_data(const TrainConfig& c) { return {load_fashion_mnist(c.data_dir, true), load_fashion_mnist(c.data_dir, false)}; }
 
 }  // namespace
@@ -499,6 +508,7 @@ TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
   // One intra-op thread per worker: the workers are the parallelism, and a fixed thread count
   // keeps the arithmetic identical between in-process and MPI runs.
   torch::set_num_threads(1);
+  limit_blas_threads();
   const Data data = load_data(config);
   TrainSummary summary;
   std::mutex summary_mutex;
@@ -518,6 +528,7 @@ TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
 TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config, TrainObserver* observer) {
   validate(config);
   torch::set_num_threads(1);
+  limit_blas_threads();
   const Data data = load_data(config);
   return run_worker(transport, config, data, transport.rank() == 0 ? observer : nullptr);
 }
