@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <vector>
+
+#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/sim/cost_model.hpp"
+#include "sparsgd/transport/local.hpp"
+
+namespace sparsgd::collectives {
+namespace {
+
+class Bookkeeping : public ::testing::TestWithParam<int> {};
+
+TEST_P(Bookkeeping, BroadcastFromEveryRootAndAllreduceSum) {
+  const int p = GetParam();
+  for (int root = 0; root < p; root += std::max(1, p / 3)) {
+    transport::run_local_workers(p, [&](transport::Transport& t) {
+      std::vector<float> values = {static_cast<float>(t.rank()), 1.5f * static_cast<float>(t.rank())};
+      broadcast(t, values, root);
+      EXPECT_EQ(values[0], static_cast<float>(root));
+      EXPECT_EQ(values[1], 1.5f * static_cast<float>(root));
+      std::vector<double> sums = {1.0, static_cast<double>(t.rank())};
+      allreduce_sum(t, sums);
+      EXPECT_EQ(sums[0], static_cast<double>(p));
+      EXPECT_EQ(sums[1], static_cast<double>(p * (p - 1) / 2));
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkerCounts, Bookkeeping, ::testing::Values(1, 2, 3, 5, 8, 13));
+
+TEST(Bookkeeping, LengthMismatchIsAnError) {
+  EXPECT_THROW(transport::run_local_workers(3,
+                                            [](transport::Transport& t) {
+                                              std::vector<float> values(t.rank() == 2 ? 4 : 3, 1.0f);
+                                              broadcast(t, values, 0);
+                                            }),
+               transport::TransportError);
+}
+
+// The closed-form model against hand-computed values (alpha 1 ms, 1 us per byte).
+TEST(CostModel, MatchesHandComputation) {
+  const transport::NetworkSpec net = transport::parse_network("alpha=0.001,bw=8e6");
+  const std::size_t k = 100;  // a sparse message: 20 + 8 * 100 = 820 bytes; with a 100-bit mask 833
+  // gtopk-rd at P = 8: 3 rounds of (1 ms + 820 us).
+  EXPECT_NEAR(sim::aggregation_cost("gtopk-rd", 8, 10000, k, net).seconds, 3 * (0.001 + 820e-6), 1e-12);
+  // P = 6: 2 rounds among 4, plus a fold (820 B) and an unfold (833 B).
+  EXPECT_NEAR(sim::aggregation_cost("gtopk-rd", 6, 10000, k, net).seconds,
+              2 * (0.001 + 820e-6) + (0.001 + 820e-6) + (0.001 + 833e-6), 1e-12);
+  // gtopk tree at P = 8: 3 rounds up (820 B) and 3 down (833 B).
+  EXPECT_NEAR(sim::aggregation_cost("gtopk", 8, 10000, k, net).seconds, 3 * (0.001 + 820e-6) + 3 * (0.001 + 833e-6),
+              1e-12);
+  // Bruck allgather at P = 5: 3 rounds of latency, 4 blocks of 820 B.
+  EXPECT_NEAR(sim::aggregation_cost("allgather", 5, 10000, k, net).seconds, 3 * 0.001 + 4 * 820e-6, 1e-12);
+  // Ring allreduce of n = 10000 floats at P = 4: 6 steps of 20 + 4 * 2500 bytes.
+  EXPECT_NEAR(sim::aggregation_cost("dense", 4, 10000, k, net).seconds, 6 * (0.001 + 10020e-6), 1e-12);
+  EXPECT_EQ(sim::aggregation_cost("gtopk", 1, 10000, k, net).seconds, 0.0);
+  EXPECT_THROW(sim::aggregation_cost("tree", 4, 10000, k, net), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparsgd::collectives
