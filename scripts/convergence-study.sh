@@ -16,13 +16,16 @@ batch=${5:-32}
 command -v python3 >/dev/null || { apt-get update -q && apt-get install -y -q python3; }
 root=runs/convergence
 mkdir -p "$root" docs/results/convergence
-run() {  # name, extra arguments
+run() {  # name, extra arguments. A run that fails (diverges to NaN, say) is recorded, not fatal.
   local name=$1
   shift
-  if [ ! -f "$root/$name/summary.json" ]; then
+  if [ ! -f "$root/$name/summary.json" ] && [ ! -f "$root/$name/FAILED" ]; then
     echo "== $name" >&2
-    ./build/sparsgd train --model "$model" --epochs "$epochs" --batch-size "$batch" --network paper-1gbe --seed 1 \
-      --out "$root/$name" "$@" >&2
+    mkdir -p "$root/$name"
+    if ! ./build/sparsgd train --model "$model" --epochs "$epochs" --batch-size "$batch" --network paper-1gbe \
+      --seed 1 --out "$root/$name" "$@" 2>"$root/$name/stderr.log" >&2; then
+      grep "error" "$root/$name/stderr.log" | tail -1 >"$root/$name/FAILED"
+    fi
   fi
 }
 for p in $workers; do
@@ -39,7 +42,11 @@ for p in $workers; do
 done
 for p in $workers; do
   for d in 0.001 0.01; do
-    ./build/sparsgd plot "$root/P$p-dense" "$root"/P$p-d$d-* --out "docs/results/convergence/P$p-d$d" >/dev/null
+    dirs=()
+    for dir in "$root/P$p-dense" "$root"/P$p-d$d-*; do
+      [ -f "$dir/epochs.csv" ] && dirs+=("$dir")
+    done
+    ./build/sparsgd plot "${dirs[@]}" --out "docs/results/convergence/P$p-d$d" >/dev/null
   done
 done
 python3 - "$root" "$epochs" "$model" "$target" "$workers" "$batch" >docs/results/convergence.md <<'PY'
@@ -55,6 +62,10 @@ print(f"| P | density | method | final test accuracy | final train loss | bytes/
 print("|---|---|---|---|---|---|---|---|")
 for run in sorted(root.iterdir()):
     s = run / "summary.json"
+    if (run / "FAILED").exists():
+        p, d, method = run.name.split("-", 2)
+        print(f"| {p[1:]} | {d[1:]} | {method} | failed: {(run / 'FAILED').read_text().strip()} | | | | |")
+        continue
     if not s.exists():
         continue
     d = json.load(open(s))

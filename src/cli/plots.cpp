@@ -64,11 +64,13 @@ std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, c
        "batch loss", "metrics.csv", 10, 3},
   };
   std::ostringstream script;
-  script << "set terminal pngcairo size 900,600 noenhanced\nset datafile separator ','\nset key bottom right\n"
+  script << "set terminal pngcairo size 900,600 noenhanced\nset datafile separator ','\n"
             "set grid\n";
   std::vector<std::string> written;
   for (const Plot& plot : plots) {
     const std::string file = (fs::path(out_dir) / plot.file).string();
+    // Accuracy rises and loss falls: keep the key out of the curves' way.
+    script << (plot.ylabel.find("accuracy") != std::string::npos ? "set key bottom right\n" : "set key top right\n");
     script << "set output " << quoted(file) << "\nset title " << quoted(plot.title) << "\nset xlabel "
            << quoted(plot.xlabel) << "\nset ylabel " << quoted(plot.ylabel) << "\n";
     script << (plot.csv == "epochs.csv" ? "set xtics\n" : "");

@@ -45,7 +45,9 @@ class Progress final : public torch_layer::TrainObserver {
   }
 
   void on_iteration(const IterationRecord& r) override {
-    last_ = r;
+    compute_ += r.compute_seconds;
+    compression_ += r.compression_seconds;
+    communication_ += r.communication_seconds;
     if (!tty_) return;
     const auto now = std::chrono::steady_clock::now();
     if (now - last_draw_ < std::chrono::milliseconds(100) && r.step != steps_total_) return;
@@ -71,35 +73,12 @@ class Progress final : public torch_layer::TrainObserver {
     std::fflush(json_ ? stderr : stdout);
   }
 
-  // Running totals for the epoch lines.
-  void account(const IterationRecord& r) {
-    compute_ += r.compute_seconds;
-    compression_ += r.compression_seconds;
-    communication_ += r.communication_seconds;
-  }
-
  private:
   bool json_;
   bool tty_;
   std::uint64_t steps_total_ = 0;
   std::chrono::steady_clock::time_point start_, last_draw_;
-  IterationRecord last_;
-  double compute_ = 0.0, compression_ = 0.0, communication_ = 0.0;
-};
-
-// Feeds the totals before drawing.
-class AccountingProgress final : public torch_layer::TrainObserver {
- public:
-  explicit AccountingProgress(Progress& p) : p_(p) {}
-  void on_start(const TrainSummary& plan, std::uint64_t steps) override { p_.on_start(plan, steps); }
-  void on_iteration(const IterationRecord& r) override {
-    p_.account(r);
-    p_.on_iteration(r);
-  }
-  void on_epoch(const EpochResult& e) override { p_.on_epoch(e); }
-
- private:
-  Progress& p_;
+  double compute_ = 0.0, compression_ = 0.0, communication_ = 0.0;  // rank 0's running totals
 };
 
 std::string default_out_dir() {
@@ -125,8 +104,7 @@ void finish(const TrainConfig& config, const TrainSummary& summary, bool json) {
 void run_train(TrainConfig config, bool json, bool mpi) {
   if (config.out_dir.empty()) config.out_dir = config.resume_dir.empty() ? default_out_dir() : config.resume_dir;
   torch_layer::validate(config);
-  Progress progress(json);
-  AccountingProgress observer(progress);
+  Progress observer(json);
   if (!mpi) {
     finish(config, torch_layer::train(config, &observer), json);
     return;
