@@ -238,6 +238,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   summary.compressor = c.compressor;
   summary.aggregator = c.aggregator;
   summary.network = network.name;
+  summary.r_factor = c.compressor == "rtopk" ? c.r_factor : 0.0;
   summary.parameters = parameter_count(*model);
   summary.workers = p;
   summary.epochs = c.epochs;
@@ -479,8 +480,15 @@ std::string to_json(const TrainSummary& s) {
                       {"simulated_seconds", e.simulated_seconds},
                       {"bytes_per_iteration", e.bytes_per_iteration}});
   }
+  std::string compressor = s.compressor;
+  if (s.r_factor > 0.0) {
+    std::ostringstream r;
+    r << s.compressor << "(r=" << s.r_factor << "k)";
+    compressor = r.str();
+  }
   const nlohmann::json doc = {
-      {"method", s.compressor + "+" + s.aggregator},
+      {"method", compressor + "+" + s.aggregator},
+      {"r_factor", s.r_factor},
       {"model", s.model},
       {"parameters", s.parameters},
       {"compressor", s.compressor},

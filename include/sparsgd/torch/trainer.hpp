@@ -70,6 +70,7 @@ struct IterationRecord {
 
 struct TrainSummary {
   std::string model, compressor, aggregator, network;
+  double r_factor = 0.0;  // rtopk only
   std::int64_t parameters = 0;
   int workers = 0;
   int epochs = 0;
