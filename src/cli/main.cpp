@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   sparsgd::cli::register_bench_select(*bench);
   sparsgd::cli::register_bench_comm(*bench);
+  sparsgd::cli::register_simulate(app);
 #ifdef SPARSGD_HAVE_TORCH
   sparsgd::cli::register_train(app);
   sparsgd::cli::register_plot(app);

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/torch/trainer.hpp"
@@ -72,6 +75,51 @@ TEST(Trainer, ResumeEqualsUninterruptedRunBitForBit) {
   TrainConfig mismatched = resumed;
   mismatched.lr = 0.5;
   EXPECT_THROW(train(mismatched), InvalidArgument);
+  std::filesystem::remove_all(dir);
+}
+
+// Reads the lr and density columns of metrics.csv.
+std::vector<std::pair<double, double>> lr_and_density(const std::filesystem::path& csv) {
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::pair<double, double>> rows;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string epoch, step, loss, lr, density;
+    std::getline(fields, epoch, ',');
+    std::getline(fields, step, ',');
+    std::getline(fields, loss, ',');
+    std::getline(fields, lr, ',');
+    std::getline(fields, density, ',');
+    rows.emplace_back(std::stod(lr), std::stod(density));
+  }
+  return rows;
+}
+
+TEST(Trainer, LearningRateWarmupCosineDecayAndDensityWarmup) {
+  const auto dir = temp_dir("schedule");
+  TrainConfig c = small_run();
+  c.max_iters = 0;
+  c.batch_size = 1000;  // 30 iterations per epoch on 2 workers
+  c.epochs = 2;
+  c.lr = 0.1;
+  c.warmup_epochs = 1.0;
+  c.lr_schedule = "cosine";
+  c.density = 0.01;
+  c.warmup_density = 0.05;
+  c.out_dir = dir.string();
+  train(c);
+  const auto rows = lr_and_density(dir / "metrics.csv");
+  ASSERT_EQ(rows.size(), 60u);
+  const double pi = 3.14159265358979323846;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double position = static_cast<double>(i) / 30.0;  // epochs
+    double lr = 0.1 * 0.5 * (1.0 + std::cos(pi * position / 2.0));
+    if (position < 1.0) lr = lr / 2.0 + (lr - lr / 2.0) * position;  // from lr/P, P = 2
+    EXPECT_NEAR(rows[i].first, lr, 1e-5) << "iteration " << i;
+    EXPECT_DOUBLE_EQ(rows[i].second, i < 30 ? 0.05 : 0.01) << "iteration " << i;
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,172 @@
+// `sparsgd simulate`: per-iteration time and scaling efficiency of dense S-SGD, Top-k S-SGD and
+// gTop-k from the closed-form alpha-beta model, for the gTop-k paper's networks or given sizes.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "sparsgd/compress/compressor.hpp"
+#include "sparsgd/compress/error_feedback.hpp"
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/core/synthetic.hpp"
+#include "sparsgd/sim/scaling.hpp"
+
+namespace sparsgd::cli {
+namespace {
+
+struct SimulateOptions {
+  std::string model = "resnet50";
+  std::vector<int> workers = {2, 4, 8, 16, 32};
+  std::string network = "paper-1gbe";
+  double density = 0.001;
+  double params = 0;          // overrides the preset
+  double compute_ms = 0;      // overrides the preset
+  std::string compress_ms;    // a number, or "measured"; default: the preset's
+  std::string out_dir;
+  bool json = false;
+};
+
+// This library's compression side of one iteration at n: error-feedback accumulate, top-k, and
+// the residual update, median of 5 on synthetic normal gradients.
+double measured_compress_ms(std::size_t n, double density) {
+  validate_length(n);
+  std::vector<float> gradient(n);
+  fill_synthetic(gradient, Distribution::normal, 1);
+  compress::ErrorFeedback feedback(n);
+  auto compressor = compress::make_compressor({"topk"});
+  const std::size_t k = k_from_density(n, density);
+  SparseVector sent;
+  std::vector<double> times;
+  for (int r = 0; r < 5; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto acc = feedback.accumulate(gradient);
+    compressor->compress(acc, k, {static_cast<std::uint64_t>(r), 0}, sent);
+    feedback.commit(sent);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+double parse_ms(const std::string& text, const char* option) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v) && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw InvalidArgument(std::string(option) + " must be a number of milliseconds >= 0 or 'measured', got '" + text + "'");
+}
+
+void run_simulate(const SimulateOptions& o) {
+  const sim::ModelPreset* preset = nullptr;
+  if (o.model != "custom") preset = &sim::find_preset(o.model);
+  const double params = o.params > 0 ? o.params : preset ? preset->parameters : 0;
+  SPARSGD_ENFORCE(params >= 1, "--params is required with --model custom");
+  double compute = o.compute_ms;
+  if (compute <= 0) {
+    SPARSGD_ENFORCE(preset && preset->compute_ms, "--compute-ms is required: the preset '"
+                                                     << o.model << "' has no published compute time");
+    compute = *preset->compute_ms;
+  }
+  double compress = 0;
+  std::string compress_source;
+  if (o.compress_ms == "measured") {
+    compress = measured_compress_ms(static_cast<std::size_t>(params), o.density);
+    compress_source = "measured here (this library)";
+  } else if (!o.compress_ms.empty()) {
+    compress = parse_ms(o.compress_ms, "--compress-ms");
+    compress_source = "given";
+  } else {
+    SPARSGD_ENFORCE(preset && preset->compress_ms, "--compress-ms is required (a number or 'measured')");
+    compress = *preset->compress_ms;
+    compress_source = "published (gTop-k paper)";
+  }
+  validate_density(o.density);
+  const transport::NetworkSpec network = transport::parse_network(o.network);
+  const auto rows = sim::scaling_table(params, compute, compress, o.density, o.workers, network);
+  auto paper = [&](const sim::ScalingRow& r) -> std::optional<double> {
+    if (!preset || r.workers != 32) return std::nullopt;
+    if (r.method == "dense") return preset->paper_dense;
+    if (r.method == "topk") return preset->paper_topk;
+    if (r.method == "gtopk") return preset->paper_gtopk;
+    return std::nullopt;
+  };
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows) {
+      const auto p = paper(r);
+      out.push_back({{"method", r.method}, {"workers", r.workers}, {"compute_ms", r.compute_ms},
+                     {"compress_ms", r.compress_ms}, {"comm_ms", r.comm_ms}, {"iteration_ms", r.iteration_ms},
+                     {"efficiency", r.efficiency}, {"paper_efficiency", p ? nlohmann::json(*p) : nlohmann::json()}});
+    }
+    const nlohmann::json doc = {{"model", o.model},       {"parameters", params},
+                                {"density", o.density},   {"network", network.name},
+                                {"compute_ms", compute},  {"compress_ms", compress},
+                                {"compress_source", compress_source}, {"rows", out}};
+    std::printf("%s\n", doc.dump().c_str());
+  } else {
+    fmt::print("simulate: {} ({:.3g} parameters), density {}, network {}; compute {:.1f} ms, compression {:.1f} ms ({})\n",
+               o.model, params, o.density, network.name, compute, compress, compress_source);
+    fmt::print("{:<9} {:>6} {:>12} {:>12} {:>12} {:>11} {:>9}\n", "method", "P", "comm ms", "compress ms", "iter ms",
+               "efficiency", "paper");
+    for (const auto& r : rows) {
+      const auto p = paper(r);
+      fmt::print("{:<9} {:>6} {:>12.2f} {:>12.2f} {:>12.2f} {:>10.1f}% {:>9}\n", r.method, r.workers, r.comm_ms,
+                 r.compress_ms, r.iteration_ms, 100 * r.efficiency, p ? fmt::format("{:.1f}%", 100 * *p) : "");
+    }
+  }
+  if (!o.out_dir.empty()) {
+    std::filesystem::create_directories(o.out_dir);
+    const auto csv = std::filesystem::path(o.out_dir) / "scaling.csv";
+    std::ofstream(csv) << [&] {
+      std::string text = "method,workers,comm_ms,compress_ms,iteration_ms,efficiency\n";
+      for (const auto& r : rows) {
+        text += fmt::format("{},{},{},{},{},{}\n", r.method, r.workers, r.comm_ms, r.compress_ms, r.iteration_ms,
+                            r.efficiency);
+      }
+      return text;
+    }();
+    const auto png = std::filesystem::path(o.out_dir) / "efficiency.png";
+    const auto script = std::filesystem::path(o.out_dir) / "efficiency.gnuplot";
+    std::ofstream(script) << fmt::format(
+        "set terminal pngcairo size 900,600 noenhanced\nset output '{}'\nset datafile separator ','\n"
+        "set title 'Scaling efficiency: {} on {}'\nset xlabel 'workers'\nset ylabel 'efficiency'\nset logscale x 2\n"
+        "set yrange [0:1.05]\nset grid\nset key bottom left\n"
+        "plot for [m in 'dense topk gtopk gtopk-rd'] '{}' using 2:(strcol(1) eq m ? $6 : 1/0) every ::1 "
+        "with linespoints lw 2 title m\n",
+        png.string(), o.model, network.name, csv.string());
+    if (std::system(("gnuplot '" + script.string() + "' >/dev/null 2>&1").c_str()) != 0) {
+      std::fprintf(stderr, "sparsgd: warning: gnuplot failed or is missing; wrote %s only\n", csv.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+void register_simulate(CLI::App& app) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Scaling efficiency of dense, Top-k and gTop-k S-SGD from the closed-form alpha-beta model");
+  cmd->add_option("--model", o->model, "vgg16, resnet20, alexnet, resnet50, lstm-ptb or custom")->capture_default_str();
+  cmd->add_option("--workers", o->workers, "worker counts, comma separated")->delimiter(',')->capture_default_str();
+  cmd->add_option("--network", o->network, "none is not allowed: 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS")->capture_default_str();
+  cmd->add_option("--density", o->density, "fraction of gradient entries sent")->capture_default_str();
+  cmd->add_option("--params", o->params, "gradient length (overrides the preset)");
+  cmd->add_option("--compute-ms", o->compute_ms, "compute time per iteration (overrides the preset)");
+  cmd->add_option("--compress-ms", o->compress_ms, "compression time per iteration: milliseconds or 'measured'");
+  cmd->add_option("--out", o->out_dir, "write scaling.csv and efficiency.png here");
+  cmd->add_flag("--json", o->json, "print one JSON object");
+  cmd->callback([o] { run_simulate(*o); });
+}
+
+}  // namespace sparsgd::cli

@@ -1,0 +1,46 @@
+#include <gtest/gtest.h>
+
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/sim/cost_model.hpp"
+#include "sparsgd/sim/scaling.hpp"
+
+namespace sparsgd::sim {
+namespace {
+
+TEST(Scaling, EfficiencyIsComputeOverIterationTime) {
+  const auto net = transport::parse_network("alpha=0.001,bw=8e6");  // 1 ms + 1 us per byte
+  // n = 10000, density 0.01: k = 100; gtopk-rd at P = 4: 2 rounds of 1 ms + 820 us = 3.64 ms.
+  const auto rows = scaling_table(10000, 10.0, 2.0, 0.01, {1, 4}, net);
+  ASSERT_EQ(rows.size(), 8u);  // 4 methods x 2 worker counts
+  for (const auto& r : rows) {
+    EXPECT_NEAR(r.iteration_ms, r.compute_ms + r.compress_ms + r.comm_ms, 1e-12);
+    EXPECT_NEAR(r.efficiency, 10.0 / r.iteration_ms, 1e-12);
+    if (r.workers == 1) {
+      EXPECT_EQ(r.comm_ms, 0.0);
+      EXPECT_EQ(r.efficiency, 1.0);  // one worker: no exchange, no compression
+    }
+    if (r.method == "dense") {
+      EXPECT_EQ(r.compress_ms, 0.0);
+    }
+    if (r.method == "gtopk-rd" && r.workers == 4) {
+      EXPECT_NEAR(r.comm_ms, 2 * (1.0 + 0.820), 1e-9);
+      EXPECT_NEAR(r.efficiency, 10.0 / (10.0 + 2.0 + 3.64), 1e-9);
+    }
+  }
+}
+
+TEST(Scaling, PresetsAndErrors) {
+  EXPECT_DOUBLE_EQ(find_preset("resnet50").parameters, 25.6e6);
+  EXPECT_DOUBLE_EQ(*find_preset("resnet50").compute_ms, 4882.0);
+  EXPECT_FALSE(find_preset("lstm-ptb").compute_ms.has_value());
+  EXPECT_THROW(find_preset("gpt"), InvalidArgument);
+  const auto net = transport::parse_network("paper-1gbe");
+  EXPECT_THROW(scaling_table(0, 10, 1, 0.001, {4}, net), InvalidArgument);
+  EXPECT_THROW(scaling_table(1e6, 0, 1, 0.001, {4}, net), InvalidArgument);
+  EXPECT_THROW(scaling_table(1e6, 10, 1, 0.0, {4}, net), InvalidArgument);
+  EXPECT_THROW(scaling_table(1e6, 10, 1, 0.001, {0}, net), InvalidArgument);
+  EXPECT_THROW(scaling_table(1e6, 10, 1, 0.001, {4}, transport::parse_network("none")), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparsgd::sim
