@@ -89,10 +89,4 @@ class Transport {
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
 };
 
-// Typed helpers over bytes.
-template <typename T>
-std::span<const std::byte> as_bytes_of(std::span<const T> values) {
-  return std::as_bytes(values);
-}
-
 }  // namespace sparsgd::transport
