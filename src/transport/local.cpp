@@ -19,7 +19,7 @@ void LocalContext::post(int source, int destination, int tag, std::vector<std::b
 }
 
 void LocalContext::throw_aborted(int rank) const {
-  throw TransportError("rank " + std::to_string(rank) + ": stopped because rank " + std::to_string(aborted_by_) +
+  throw PeerFailed("rank " + std::to_string(rank) + ": stopped because rank " + std::to_string(aborted_by_) +
                        " failed: " + abort_reason_);
 }
 
@@ -119,7 +119,7 @@ std::size_t LocalTransport::do_recv(int peer, int tag, std::vector<std::byte>& b
 void run_local_workers(int workers, const std::function<void(Transport&)>& body, std::chrono::milliseconds timeout) {
   auto context = std::make_shared<LocalContext>(workers);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
-  std::vector<bool> caused_by_abort(static_cast<std::size_t>(workers), false);
+  std::vector<bool> caused_by_abort(static_cast<std::size_t>(workers), false);  // ended by another's failure
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(workers));
   for (int r = 0; r < workers; ++r) {
@@ -128,10 +128,11 @@ void run_local_workers(int workers, const std::function<void(Transport&)>& body,
       transport.set_timeout(timeout);
       try {
         body(transport);
-      } catch (const std::exception& e) {
-        const bool was_aborted = context->aborted();
+      } catch (const PeerFailed&) {
         errors[static_cast<std::size_t>(r)] = std::current_exception();
-        caused_by_abort[static_cast<std::size_t>(r)] = was_aborted;
+        caused_by_abort[static_cast<std::size_t>(r)] = true;
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
         context->abort(r, e.what());
       } catch (...) {
         errors[static_cast<std::size_t>(r)] = std::current_exception();

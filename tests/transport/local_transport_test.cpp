@@ -118,6 +118,21 @@ TEST(LocalTransport, AFailingWorkerStopsTheOthersPromptlyAndIsReported) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+TEST(LocalTransport, WhenSeveralWorkersFailTheLowestRanksOwnErrorIsReported) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    try {
+      run_local_workers(4, [](Transport& t) {
+        if (t.rank() == 1 || t.rank() == 3) throw std::runtime_error("own failure of rank " + std::to_string(t.rank()));
+        std::vector<std::byte> buffer;
+        t.recv(t.rank() == 0 ? 1 : 0, 1, buffer, 10);  // ends when a failure aborts the run
+      });
+      FAIL() << "expected an error";
+    } catch (const TransportError& e) {
+      EXPECT_NE(std::string(e.what()).find("own failure of rank 1"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(LocalTransport, BarrierTimesOutWhenAWorkerNeverArrives) {
   try {
     run_local_workers(

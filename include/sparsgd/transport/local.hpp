@@ -18,6 +18,12 @@
 
 namespace sparsgd::transport {
 
+// Thrown in a worker whose wait was ended because another worker failed first.
+class PeerFailed : public TransportError {
+ public:
+  using TransportError::TransportError;
+};
+
 class LocalContext {
  public:
   explicit LocalContext(int size);
@@ -74,7 +80,7 @@ class LocalTransport final : public Transport {
 
 // Runs body(transport) on `workers` threads, one LocalTransport each. If a worker throws, the
 // context is aborted so the others stop at their next wait, and after all threads have joined the
-// first worker's own error (not the aborts it caused) is rethrown as a TransportError naming its
+// lowest-ranked worker's own error (not a PeerFailed it caused elsewhere) is rethrown, naming its
 // rank. `timeout` applies to every wait.
 void run_local_workers(int workers, const std::function<void(Transport&)>& body,
                        std::chrono::milliseconds timeout = kDefaultTimeout);
