@@ -119,7 +119,8 @@ std::size_t LocalTransport::do_recv(int peer, int tag, std::vector<std::byte>& b
 void run_local_workers(int workers, const std::function<void(Transport&)>& body, std::chrono::milliseconds timeout) {
   auto context = std::make_shared<LocalContext>(workers);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
-  std::vector<bool> caused_by_abort(static_cast<std::size_t>(workers), false);  // ended by another's failure
+  // One byte per worker, not vector<bool>: its bits share words, so concurrent writes would race.
+  std::vector<std::uint8_t> caused_by_abort(static_cast<std::size_t>(workers), 0);  // ended by another's failure
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(workers));
   for (int r = 0; r < workers; ++r) {
@@ -130,7 +131,7 @@ void run_local_workers(int workers, const std::function<void(Transport&)>& body,
         body(transport);
       } catch (const PeerFailed&) {
         errors[static_cast<std::size_t>(r)] = std::current_exception();
-        caused_by_abort[static_cast<std::size_t>(r)] = true;
+        caused_by_abort[static_cast<std::size_t>(r)] = 1;
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = std::current_exception();
         context->abort(r, e.what());
