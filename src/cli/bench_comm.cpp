@@ -18,10 +18,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/mpi_job.hpp"
+#include "cli/statistics.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/reference.hpp"
 #include "sparsgd/core/density.hpp"
+#include "sparsgd/core/hash.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/transport/local.hpp"
@@ -64,28 +66,13 @@ struct WorkerRecord {
   std::uint64_t residual_digest = 0;                  // after the last iteration
 };
 
-// FNV-1a over raw bytes: a bitwise fingerprint of sums and residuals.
-std::uint64_t digest(std::span<const std::byte> bytes, std::uint64_t h = 0xcbf29ce484222325ULL) {
-  for (const std::byte b : bytes) {
-    h ^= std::to_integer<std::uint64_t>(b);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-std::uint64_t digest_of(const std::vector<float>& dense) { return digest(std::as_bytes(std::span(dense))); }
+std::uint64_t digest_of(const std::vector<float>& dense) { return fnv1a(std::as_bytes(std::span(dense))); }
 
 std::uint64_t digest_of(const collectives::Aggregation& a) {
   if (a.dense) return digest_of(a.dense_sum);
-  return digest(std::as_bytes(std::span(a.sum.values)), digest(std::as_bytes(std::span(a.sum.indices))));
+  return fnv1a(std::as_bytes(std::span(a.sum.values)), fnv1a(std::as_bytes(std::span(a.sum.indices))));
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 // Max of one double over all ranks, through rank 0 (only for clock alignment and reports).
 double max_over_ranks(transport::Transport& t, double value, int tag) {
@@ -154,7 +141,7 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
     }
   }
   record.counters = comm.counters();
-  if (o.verify) record.residual_digest = digest(std::as_bytes(exchange.feedback().residual()));
+  if (o.verify) record.residual_digest = fnv1a(std::as_bytes(exchange.feedback().residual()));
 }
 
 bool same_sum(const collectives::Aggregation& got, const collectives::ReferenceAggregation& want, bool exact,
@@ -249,7 +236,7 @@ Verification verify(const CommOptions& o, int workers, const std::vector<std::pa
     }
     if (last) {
       for (const auto& [w, record] : checked) {
-        if (digest(std::as_bytes(std::span(residual[static_cast<std::size_t>(w)]))) != record->residual_digest) {
+        if (fnv1a(std::as_bytes(std::span(residual[static_cast<std::size_t>(w)]))) != record->residual_digest) {
           mismatch(fmt::format("worker {}: final residual differs from the reference", w));
         }
       }

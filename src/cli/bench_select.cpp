@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/statistics.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
@@ -78,11 +79,6 @@ std::vector<float> sorted_magnitudes(const std::vector<float>& values) {
   return m;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 void run_bench_select(const SelectOptions& opt) {
   SPARSGD_ENFORCE(opt.n >= 1, "--n must be at least 1");

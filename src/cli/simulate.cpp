@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/statistics.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/compress/error_feedback.hpp"
 #include "sparsgd/core/density.hpp"
@@ -53,8 +54,7 @@ double measured_compress_ms(std::size_t n, double density) {
     feedback.commit(sent);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median(times);
 }
 
 double parse_ms(const std::string& text, const char* option) {

@@ -3,16 +3,13 @@
 // picks differ (different seeds, another compressor) fail instead of summing unrelated entries.
 
 #include "collectives/algorithms.hpp"
+#include "sparsgd/core/hash.hpp"
 
 namespace sparsgd::collectives {
 namespace {
 
 std::uint32_t index_checksum(const std::vector<std::uint32_t>& indices) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the index words
-  for (const std::uint32_t i : indices) {
-    h ^= i;
-    h *= 0x100000001b3ULL;
-  }
+  const std::uint64_t h = fnv1a(std::as_bytes(std::span(indices)));
   return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 

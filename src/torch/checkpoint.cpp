@@ -9,20 +9,14 @@
 #include <iterator>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/hash.hpp"
 
 namespace sparsgd::torch_layer {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'P', 'G', 'D', 'C', 'K', 'P', 'T'};
 
-std::uint64_t fnv1a(const std::string& bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+std::uint64_t checksum(const std::string& bytes) { return fnv1a(std::as_bytes(std::span(bytes.data(), bytes.size()))); }
 
 template <typename T>
 void put(std::string& out, const T& value) {
@@ -87,7 +81,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   put(file, kCheckpointVersion);
   put(file, static_cast<std::uint64_t>(payload.size()));
   file += payload;
-  put(file, fnv1a(payload));
+  put(file, checksum(payload));
 
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -131,7 +125,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   const std::string payload = file.substr(sizeof kMagic + 12, length);
   std::uint64_t stored = 0;
   std::memcpy(&stored, file.data() + file.size() - 8, 8);
-  if (stored != fnv1a(payload)) header.fail("checksum mismatch (corrupted)");
+  if (stored != checksum(payload)) header.fail("checksum mismatch (corrupted)");
 
   Checkpoint checkpoint;
   Reader r(payload, path);

@@ -83,27 +83,6 @@ std::vector<torch::Tensor> float_buffers(Classifier& model) {
   return out;
 }
 
-std::vector<float> gather(const std::vector<torch::Tensor>& tensors) {
-  std::vector<float> out;
-  for (const auto& t : tensors) {
-    const auto c = t.contiguous();
-    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
-  return out;
-}
-
-void scatter(std::vector<torch::Tensor>& tensors, const std::vector<float>& values) {
-  torch::NoGradGuard no_grad;
-  std::size_t offset = 0;
-  for (auto& t : tensors) {
-    const auto count = static_cast<std::size_t>(t.numel());
-    SPARSGD_ENFORCE_LE(offset + count, values.size(), "buffer state is shorter than the model's buffers");
-    t.copy_(torch::from_blob(const_cast<float*>(values.data() + offset), t.sizes(), torch::kFloat32));
-    offset += count;
-  }
-  SPARSGD_ENFORCE_EQ(offset, values.size(), "buffer state is longer than the model's buffers");
-}
-
 std::vector<double> flatten(const std::vector<EpochResult>& history) {
   std::vector<double> out;
   for (const auto& e : history) {
@@ -158,17 +137,17 @@ struct Evaluation {
   double accuracy = 0.0;
 };
 
-Evaluation evaluate(transport::Transport& base, Classifier& model, std::vector<torch::Tensor>& buffers,
-                    const Dataset& test) {
+Evaluation evaluate(transport::Transport& base, Classifier& model, FlatParameters& buffers, const Dataset& test) {
   const int p = base.size();
   // Batch-norm statistics differ between workers (each saw its own batches): use their mean.
-  if (!buffers.empty()) {
-    const std::vector<float> mine = gather(buffers);
+  if (buffers.size() > 0) {
+    std::vector<float> mine(buffers.size());
+    buffers.gather_values(mine);
     std::vector<double> sum(mine.begin(), mine.end());
     collectives::allreduce_sum(base, sum);
     std::vector<float> mean(sum.size());
     for (std::size_t i = 0; i < sum.size(); ++i) mean[i] = static_cast<float>(sum[i] / p);
-    scatter(buffers, mean);
+    buffers.scatter_values(mean);
   }
   torch::NoGradGuard no_grad;
   model.eval();
@@ -213,7 +192,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     names.push_back(item.key());
     parameters.push_back(item.value());
   }
-  std::vector<torch::Tensor> buffers = float_buffers(*model);
+  FlatParameters buffers(float_buffers(*model));  // batch-norm statistics
   collectives::ExchangeConfig exchange;
   exchange.compressor = {c.compressor, c.r_factor, c.seed, c.aggregator == "randk-shared"};
   exchange.aggregator = c.aggregator;
@@ -262,7 +241,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     std::vector<float> values = ckpt.float_section("parameters");
     SPARSGD_ENFORCE_EQ(values.size(), optimizer.size(), "checkpoint parameters do not fit the model");
     optimizer.flat().scatter_values(values);
-    scatter(buffers, ckpt.float_section("buffers"));
+    buffers.scatter_values(ckpt.float_section("buffers"));
     optimizer.velocity() = ckpt.float_section("velocity");
     optimizer.local_velocity() = ckpt.float_section("local_velocity");
     std::vector<std::vector<float>> residuals;
@@ -306,7 +285,9 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     std::vector<float> values(optimizer.size());
     optimizer.flat().gather_values(values);
     ckpt.floats["parameters"] = std::move(values);
-    ckpt.floats["buffers"] = gather(buffers);
+    std::vector<float> buffer_values(buffers.size());
+    buffers.gather_values(buffer_values);
+    ckpt.floats["buffers"] = std::move(buffer_values);
     ckpt.floats["velocity"] = optimizer.velocity();
     ckpt.floats["local_velocity"] = optimizer.local_velocity();
     const auto residuals = optimizer.residuals();
