@@ -19,7 +19,7 @@
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/torch/checkpoint.hpp"
+#include "sparsgd/core/checkpoint.hpp"
 #include "sparsgd/torch/distributed_optimizer.hpp"
 #include "sparsgd/torch/fashion_mnist.hpp"
 #include "sparsgd/torch/models.hpp"

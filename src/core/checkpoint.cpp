@@ -1,4 +1,4 @@
-#include "sparsgd/torch/checkpoint.hpp"
+#include "sparsgd/core/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,12 +11,12 @@
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/hash.hpp"
 
-namespace sparsgd::torch_layer {
+namespace sparsgd {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'P', 'G', 'D', 'C', 'K', 'P', 'T'};
 
-std::uint64_t checksum(const std::string& bytes) { return fnv1a(std::as_bytes(std::span(bytes.data(), bytes.size()))); }
+std::uint64_t checksum(std::span<const char> bytes) { return fnv1a(std::as_bytes(bytes)); }
 
 template <typename T>
 void put(std::string& out, const T& value) {
@@ -34,7 +34,7 @@ void put_section(std::string& out, const std::string& name, std::uint8_t type, c
 
 class Reader {
  public:
-  Reader(const std::string& bytes, const std::string& path) : bytes_(bytes), path_(path) {}
+  Reader(std::span<const char> bytes, const std::string& source) : bytes_(bytes), source_(source) {}
   template <typename T>
   T get() {
     T value;
@@ -47,11 +47,11 @@ class Reader {
     pos_ += n;
   }
   bool done() const { return pos_ == bytes_.size(); }
-  [[noreturn]] void fail(const std::string& what) const { throw InvalidData("checkpoint " + path_ + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const { throw InvalidData("checkpoint " + source_ + ": " + what); }
 
  private:
-  const std::string& bytes_;
-  const std::string& path_;
+  std::span<const char> bytes_;
+  const std::string& source_;
   std::size_t pos_ = 0;
 };
 
@@ -71,7 +71,7 @@ const std::vector<std::uint64_t>& Checkpoint::integer_section(const std::string&
 }
 const std::string& Checkpoint::text_section(const std::string& name) const { return section(texts, name); }
 
-void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+std::string encode_checkpoint(const Checkpoint& checkpoint) {
   std::string payload;
   for (const auto& [name, v] : checkpoint.floats) put_section(payload, name, 0, v.data(), v.size());
   for (const auto& [name, v] : checkpoint.doubles) put_section(payload, name, 1, v.data(), v.size());
@@ -82,7 +82,11 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   put(file, static_cast<std::uint64_t>(payload.size()));
   file += payload;
   put(file, checksum(payload));
+  return file;
+}
 
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+  const std::string file = encode_checkpoint(checkpoint);
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw InvalidArgument("cannot write checkpoint " + temporary + ": " + std::strerror(errno));
@@ -106,11 +110,9 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   }
 }
 
-Checkpoint read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument("cannot open checkpoint " + path + ": " + std::strerror(errno));
-  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Reader header(file, path);
+Checkpoint decode_checkpoint(std::span<const std::byte> raw, const std::string& source) {
+  const std::span<const char> file(reinterpret_cast<const char*>(raw.data()), raw.size());
+  Reader header(file, source);
   char magic[sizeof kMagic];
   header.take(magic, sizeof magic);
   if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) header.fail("not a sparsgd checkpoint");
@@ -122,13 +124,13 @@ Checkpoint read_checkpoint(const std::string& path) {
   const auto length = header.get<std::uint64_t>();
   constexpr std::size_t kFixed = sizeof kMagic + 4 + 8 + 8;
   if (file.size() < kFixed || length != file.size() - kFixed) header.fail("truncated or overlong");
-  const std::string payload = file.substr(sizeof kMagic + 12, length);
+  const std::span<const char> payload = file.subspan(sizeof kMagic + 12, length);
   std::uint64_t stored = 0;
   std::memcpy(&stored, file.data() + file.size() - 8, 8);
   if (stored != checksum(payload)) header.fail("checksum mismatch (corrupted)");
 
   Checkpoint checkpoint;
-  Reader r(payload, path);
+  Reader r(payload, source);
   while (!r.done()) {
     const auto name_length = r.get<std::uint32_t>();
     if (name_length > 4096) r.fail("implausible section name length");
@@ -136,9 +138,12 @@ Checkpoint read_checkpoint(const std::string& path) {
     r.take(name.data(), name_length);
     const auto count = r.get<std::uint64_t>();
     const auto type = r.get<std::uint8_t>();
-    const std::size_t element = type == 0 ? 4 : type == 3 ? 1 : 8;
     if (type > 3) r.fail("unknown section type in '" + name + "'");
+    const std::size_t element = type == 0 ? 4 : type == 3 ? 1 : 8;
     if (count > payload.size() / element) r.fail("section '" + name + "' longer than the file");
+    const bool duplicate = checkpoint.floats.count(name) + checkpoint.doubles.count(name) +
+                               checkpoint.integers.count(name) + checkpoint.texts.count(name) != 0;
+    if (duplicate) r.fail("section '" + name + "' appears twice");
     switch (type) {
       case 0: checkpoint.floats[name].resize(count); r.take(checkpoint.floats[name].data(), count * 4); break;
       case 1: checkpoint.doubles[name].resize(count); r.take(checkpoint.doubles[name].data(), count * 8); break;
@@ -149,4 +154,12 @@ Checkpoint read_checkpoint(const std::string& path) {
   return checkpoint;
 }
 
-}  // namespace sparsgd::torch_layer
+Checkpoint read_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument("cannot open checkpoint " + path + ": " + std::strerror(errno));
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InvalidArgument("cannot read checkpoint " + path + ": " + std::strerror(errno));
+  return decode_checkpoint(std::as_bytes(std::span(file.data(), file.size())), path);
+}
+
+}  // namespace sparsgd

@@ -1,18 +1,21 @@
 #pragma once
 // One worker's training checkpoint, written atomically (temporary file, flush, fsync, rename) in a
 // versioned binary format with a checksum, so that a crash while writing leaves the previous
-// checkpoint intact and a truncated or corrupted file is refused. Torch-free.
+// checkpoint intact and a truncated or corrupted file is refused. The decoder takes outside data, so
+// it checks every length before using it (and is fuzzed: tests/fuzz).
 //
 // Layout (little-endian): "SPGDCKPT", u32 version, u64 payload length, payload, u64 FNV-1a of the
 // payload. Payload: named sections, each u32 name length, name, u64 element count, u8 type
 // (0 float32, 1 float64, 2 uint64, 3 bytes), data.
 
 #include <cstdint>
+#include <cstddef>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
-namespace sparsgd::torch_layer {
+namespace sparsgd {
 
 inline constexpr std::uint32_t kCheckpointVersion = 1;
 
@@ -29,9 +32,14 @@ struct Checkpoint {
   const std::string& text_section(const std::string& name) const;
 };
 
+// The file's bytes, and back. decode_checkpoint throws InvalidData (naming `source`) if the bytes
+// are not a checkpoint, have another version, are truncated or fail their checksum.
+std::string encode_checkpoint(const Checkpoint& checkpoint);
+Checkpoint decode_checkpoint(std::span<const std::byte> bytes, const std::string& source);
+
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // Throws InvalidArgument if the file cannot be opened, InvalidData if it is not a checkpoint, has
 // another version, is truncated or fails its checksum.
 Checkpoint read_checkpoint(const std::string& path);
 
-}  // namespace sparsgd::torch_layer
+}  // namespace sparsgd
