@@ -357,6 +357,8 @@ void validate_options(const CommOptions& o) {
   SPARSGD_ENFORCE(o.timeout_ms >= 1, "--timeout-ms must be at least 1, got " << o.timeout_ms);
   compress::make_compressor(exchange_config(o).compressor);  // validates the name and r_factor
   collectives::make_aggregator(o.aggregator);
+  SPARSGD_ENFORCE(o.aggregator != "randk-shared" || o.compressor == "randk",
+                  "the randk-shared aggregator needs the randk compressor (its workers must select the same indices)");
   SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
                   "unknown transport '" << o.transport << "' (expected local or mpi)");
 }

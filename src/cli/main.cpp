@@ -21,6 +21,15 @@ int main(int argc, char** argv) {
   sparsgd::cli::register_train(app);
   sparsgd::cli::register_plot(app);
 #endif
+  // CLI11 would only say that a subcommand is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) known |= command->check_name(argv[1]);
+    if (!known) {
+      std::fprintf(stderr, "sparsgd: error: unknown command '%s' (see sparsgd --help)\n", argv[1]);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

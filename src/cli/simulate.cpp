@@ -29,8 +29,8 @@ struct SimulateOptions {
   std::vector<int> workers = {2, 4, 8, 16, 32};
   std::string network = "paper-1gbe";
   double density = 0.001;
-  double params = 0;          // overrides the preset
-  double compute_ms = 0;      // overrides the preset
+  std::optional<double> params;      // overrides the preset
+  std::optional<double> compute_ms;  // overrides the preset
   std::string compress_ms;    // a number, or "measured"; default: the preset's
   std::string out_dir;
   bool json = false;
@@ -70,10 +70,22 @@ double parse_ms(const std::string& text, const char* option) {
 void run_simulate(const SimulateOptions& o) {
   const sim::ModelPreset* preset = nullptr;
   if (o.model != "custom") preset = &sim::find_preset(o.model);
-  const double params = o.params > 0 ? o.params : preset ? preset->parameters : 0;
+  SPARSGD_ENFORCE(!o.workers.empty(), "--workers needs at least one worker count");
+  for (const int p : o.workers) {
+    SPARSGD_ENFORCE(p >= 1 && p <= 1 << 20, "--workers: each worker count must be in [1, 2^20], got " << p);
+  }
+  if (o.params) {
+    SPARSGD_ENFORCE(std::isfinite(*o.params) && *o.params >= 1 && *o.params <= 4294967295.0,
+                    "--params must be a gradient length in [1, 2^32 - 1], got " << *o.params);
+  }
+  if (o.compute_ms) {
+    SPARSGD_ENFORCE(std::isfinite(*o.compute_ms) && *o.compute_ms >= 0,
+                    "--compute-ms must be a number of milliseconds >= 0, got " << *o.compute_ms);
+  }
+  const double params = o.params ? *o.params : preset ? preset->parameters : 0;
   SPARSGD_ENFORCE(params >= 1, "--params is required with --model custom");
-  double compute = o.compute_ms;
-  if (compute <= 0) {
+  double compute = o.compute_ms.value_or(0.0);
+  if (!o.compute_ms) {
     SPARSGD_ENFORCE(preset && preset->compute_ms, "--compute-ms is required: the preset '"
                                                      << o.model << "' has no published compute time");
     compute = *preset->compute_ms;

@@ -148,6 +148,11 @@ void register_train(CLI::App& app) {
   cmd->add_option("--max-iters", c->max_iters, "stop after N iterations in all")->check(non_negative_integer());
   cmd->add_option("--data", c->data_dir, "Fashion-MNIST directory")->capture_default_str();
   cmd->add_option("--timeout-ms", c->timeout_ms, "longest wait for a peer")->capture_default_str();
+  cmd->add_option("--on-nonfinite", c->on_nonfinite,
+                  "a NaN or Inf gradient: stop (naming iteration and parameter) or skip the step on every worker")
+      ->capture_default_str();
+  cmd->add_option("--inject-fault", c->inject_fault,
+                  "for testing: KIND:RANK:ITERATION, KIND nan, inf, throw, hang or crash-checkpoint");
   cmd->add_flag("--json", *json, "print the summary as JSON on stdout at the end");
   cmd->callback([c, json] {
     bool mpi = false;

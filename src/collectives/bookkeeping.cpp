@@ -1,5 +1,6 @@
 #include "sparsgd/collectives/bookkeeping.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@ namespace {
 constexpr int kBroadcastTag = 700;
 constexpr int kGatherTag = 701;
 constexpr int kScatterTag = 702;
+constexpr int kReduceTag = 703;
 
 template <typename T>
 void receive_exactly(transport::Transport& t, int peer, int tag, std::span<T> out, std::vector<std::byte>& buffer) {
@@ -62,6 +64,32 @@ void allreduce_sum(transport::Transport& t, std::span<double> values) {
     t.send(0, kGatherTag, std::as_bytes(values));
     receive_exactly(t, 0, kScatterTag, values, buffer);
   }
+}
+
+int lowest_flagged_rank(transport::Transport& t, bool flagged) {
+  const int p = t.size();
+  const int rank = t.rank();
+  // Ranks fit a float exactly (P <= 2^24), so the broadcast can carry the answer as it is.
+  float lowest = flagged ? static_cast<float>(rank) : static_cast<float>(p);
+  std::vector<std::byte> buffer;
+  for (int mask = 1; mask < p; mask <<= 1) {
+    if (rank & mask) {
+      t.send(rank - mask, kReduceTag, std::as_bytes(std::span<const float>(&lowest, 1)));
+      break;
+    }
+    if (rank + mask < p) {
+      float child = 0.0f;
+      receive_exactly(t, rank + mask, kReduceTag, std::span<float>(&child, 1), buffer);
+      if (!(child >= 0.0f && child <= static_cast<float>(p)) || child != static_cast<float>(static_cast<int>(child))) {
+        throw transport::TransportError("rank " + std::to_string(rank) + ": rank " + std::to_string(rank + mask) +
+                                        " sent a malformed rank in the skip agreement");
+      }
+      lowest = std::min(lowest, child);
+    }
+  }
+  broadcast(t, std::span<float>(&lowest, 1), 0);
+  const int answer = static_cast<int>(lowest);
+  return answer >= p ? -1 : answer;
 }
 
 }  // namespace sparsgd::collectives

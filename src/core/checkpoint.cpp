@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -85,7 +86,7 @@ std::string encode_checkpoint(const Checkpoint& checkpoint) {
   return file;
 }
 
-void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint, const std::string& previous) {
   const std::string file = encode_checkpoint(checkpoint);
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -105,8 +106,18 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     throw InvalidArgument("cannot flush checkpoint " + temporary + ": " + std::strerror(errno));
   }
+  if (!previous.empty() && std::rename(path.c_str(), previous.c_str()) != 0 && errno != ENOENT) {
+    throw InvalidArgument("cannot keep the previous checkpoint as " + previous + ": " + std::strerror(errno));
+  }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     throw InvalidArgument("cannot rename checkpoint into " + path + ": " + std::strerror(errno));
+  }
+  // The renames are durable only once the directory is on disk too.
+  const std::string directory = std::filesystem::path(path).parent_path().string();
+  const int dir_fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "sparsgd/torch/distributed_optimizer.hpp"
 
 #include <cmath>
+#include <sstream>
 
 #include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/core/error.hpp"
@@ -43,24 +44,40 @@ void DistributedOptimizer::set_density(double density) {
   density_ = density;
 }
 
-void DistributedOptimizer::check_finite_gradients(std::uint64_t iteration) const {
+std::string DistributedOptimizer::find_nonfinite_gradient(std::uint64_t iteration) const {
   for (std::size_t i = 0; i < gradient_.size(); ++i) {
     if (std::isfinite(gradient_[i])) continue;
     const auto& ranges = flat_.layer_ranges();
     std::size_t layer = 0;
     while (layer + 1 < ranges.size() && ranges[layer].second <= i) ++layer;
-    const std::string name = layer < names_.size() ? names_[layer] : "#" + std::to_string(layer);
-    throw InvalidData("non-finite gradient (" + std::to_string(gradient_[i]) + ") in parameter '" + name +
-                      "' at element " + std::to_string(i - ranges[layer].first) + ", iteration " +
-                      std::to_string(iteration) + " on rank " + std::to_string(transport_.rank()) +
-                      "; nothing was sent");
+    std::ostringstream where;
+    where << "non-finite gradient (" << gradient_[i] << ") in parameter '";
+    if (layer < names_.size()) {
+      where << names_[layer];
+    } else {
+      where << '#' << layer;
+    }
+    where << "' at element " << i - ranges[layer].first << ", iteration " << iteration << " on rank "
+          << transport_.rank();
+    return where.str();
   }
+  return {};
 }
 
 StepStats DistributedOptimizer::step(std::uint64_t iteration, double lr) {
   SPARSGD_ENFORCE(std::isfinite(lr) && lr >= 0.0, "learning rate must be a finite number >= 0, got " << lr);
   flat_.gather_gradients(gradient_);
-  check_finite_gradients(iteration);
+  const std::string nonfinite = find_nonfinite_gradient(iteration);
+  if (!sgd_.skip_nonfinite) {
+    if (!nonfinite.empty()) throw InvalidData(nonfinite + "; nothing was sent");
+  } else if (const int flagged = collectives::lowest_flagged_rank(transport_, !nonfinite.empty()); flagged >= 0) {
+    StepStats skipped;
+    skipped.skipped = true;
+    skipped.skip_reason = !nonfinite.empty() ? nonfinite
+                                             : "rank " + std::to_string(flagged) + " found a non-finite gradient at iteration " +
+                                                   std::to_string(iteration);
+    return skipped;
+  }
   flat_.gather_values(parameters_);
   const std::size_t n = flat_.size();
   const auto mu = static_cast<float>(sgd_.momentum);

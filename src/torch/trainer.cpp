@@ -4,13 +4,17 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <limits>
 #include <numbers>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -18,8 +22,9 @@
 #include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
-#include "sparsgd/core/error.hpp"
 #include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/core/fault_plan.hpp"
 #include "sparsgd/torch/distributed_optimizer.hpp"
 #include "sparsgd/torch/fashion_mnist.hpp"
 #include "sparsgd/torch/models.hpp"
@@ -170,12 +175,129 @@ Evaluation evaluate(transport::Transport& base, Classifier& model, FlatParameter
   return {totals[0] / totals[2], totals[1] / totals[2]};
 }
 
+// What every rank resumes from: the newest iteration for which every rank holds a complete
+// checkpoint. A rank keeps its last two (rank-R.ckpt, rank-R.prev.ckpt), so a run killed while
+// some ranks had written iteration S and others not yet still resumes, from the iteration before.
+struct ResumePoint {
+  Checkpoint checkpoint;
+  std::string warning;  // set when this rank had to pass over a damaged or missing newest file
+};
+
+void note_problem(std::string& problems, const char* what) {
+  if (!problems.empty()) problems.append("; ");
+  problems.append(what);
+}
+
+ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig& c, int workers,
+                                  const std::string& expected_fingerprint) {
+  const int p = base.size();
+  const int rank = base.rank();
+  const fs::path dir = fs::path(c.resume_dir) / "checkpoints";
+  const std::string files[2] = {"rank-" + std::to_string(rank) + ".ckpt", "rank-" + std::to_string(rank) + ".prev.ckpt"};
+  std::vector<std::pair<std::uint64_t, Checkpoint>> usable;
+  std::string problems;
+  for (const auto& file : files) {
+    const std::string path = (dir / file).string();
+    if (file == files[1] && !fs::exists(path)) continue;  // a run's first checkpoint has no predecessor
+    try {
+      Checkpoint ckpt = read_checkpoint(path);
+      if (ckpt.text_section("config") != expected_fingerprint) {
+        throw InvalidArgument("the checkpoint in " + c.resume_dir +
+                              " was written with other training options (model, method, schedule, seed or workers): "
+                              "resume with the options of the original run");
+      }
+      const auto& position = ckpt.integer_section("position");
+      SPARSGD_ENFORCE_EQ(position.size(), std::size_t{4}, "checkpoint position is malformed");
+      usable.emplace_back(position[2], std::move(ckpt));
+    } catch (const InvalidData& e) {
+      note_problem(problems, e.what());
+    } catch (const InvalidArgument& e) {
+      if (fs::exists(path)) throw;  // options that do not match: no other checkpoint can help
+      note_problem(problems, e.what());
+    }
+  }
+  // Every rank learns every rank's iterations (two slots each, 0 for none, else iteration + 1).
+  std::vector<double> slots(2 * static_cast<std::size_t>(p), 0.0);
+  for (std::size_t i = 0; i < usable.size(); ++i) {
+    slots[2 * static_cast<std::size_t>(rank) + i] = static_cast<double>(usable[i].first) + 1.0;
+  }
+  collectives::allreduce_sum(base, slots);
+  std::optional<std::uint64_t> common;
+  std::ostringstream held;
+  for (int r = 0; r < p; ++r) {
+    held << (r ? "; " : "") << "rank " << r << ":";
+    for (int i = 0; i < 2; ++i) {
+      if (slots[2 * static_cast<std::size_t>(r) + static_cast<std::size_t>(i)] > 0) {
+        held << ' ' << static_cast<std::uint64_t>(slots[2 * static_cast<std::size_t>(r) + static_cast<std::size_t>(i)] - 1);
+      }
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    const double candidate = slots[static_cast<std::size_t>(i)];  // rank 0's
+    if (candidate <= 0) continue;
+    bool everywhere = true;
+    for (int r = 1; r < p && everywhere; ++r) {
+      everywhere = slots[2 * static_cast<std::size_t>(r)] == candidate || slots[2 * static_cast<std::size_t>(r) + 1] == candidate;
+    }
+    if (everywhere && (!common || static_cast<std::uint64_t>(candidate - 1) > *common)) {
+      common = static_cast<std::uint64_t>(candidate - 1);
+    }
+  }
+  if (!common) {
+    std::ostringstream message;
+    message << "cannot resume from " << c.resume_dir << " with " << workers
+            << " workers: no iteration has a complete checkpoint on every rank (iterations held: " << held.str() << ")";
+    if (!problems.empty()) message << "; rank " << rank << ": " << problems;
+    throw InvalidData(message.str());
+  }
+  ResumePoint point;
+  for (auto& [iteration, ckpt] : usable) {
+    if (iteration == *common) point.checkpoint = std::move(ckpt);
+  }
+  if (!problems.empty() || usable.front().first != *common) {
+    std::ostringstream warning;
+    warning << "rank " << rank << " resumes from its previous checkpoint (iteration " << *common << ")";
+    if (problems.empty()) {
+      warning << ", the newest that every rank holds";
+    } else {
+      warning << ": " << problems;
+    }
+    point.warning = warning.str();
+  }
+  return point;
+}
+
+// Where an injected fault strikes; see sparsgd/core/fault_plan.hpp.
+void inject_gradient_fault(const FaultPlan& fault, std::vector<torch::Tensor>& parameters) {
+  for (auto& parameter : parameters) {
+    if (!parameter.grad().defined() || parameter.grad().numel() == 0) continue;
+    parameter.mutable_grad().view({-1})[0] = fault.kind == FaultPlan::Kind::nan
+                                                 ? std::numeric_limits<float>::quiet_NaN()
+                                                 : std::numeric_limits<float>::infinity();
+    return;
+  }
+}
+
+[[noreturn]] void crash_while_writing(const std::string& path, const Checkpoint& ckpt) {
+  const std::string bytes = encode_checkpoint(ckpt);
+  if (std::FILE* torn = std::fopen((path + ".tmp").c_str(), "wb")) {
+    std::fwrite(bytes.data(), 1, bytes.size() / 2, torn);
+    std::fclose(torn);
+  }
+  std::fprintf(stderr, "sparsgd: injected fault: dying while writing %s\n", path.c_str());
+  std::fflush(stderr);
+  std::_Exit(kCrashCheckpointExitStatus);
+}
+
 TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const Data& data, TrainObserver* observer) {
   const int p = base.size();
   const int rank = base.rank();
   const bool reporter = rank == 0;
   const auto start = Clock::now();
   const transport::NetworkSpec network = transport::parse_network(c.network);
+  const std::optional<FaultPlan> fault = parse_fault_plan(c.inject_fault);
+  SPARSGD_ENFORCE(!fault || fault->rank < p,
+                  "--inject-fault names rank " << (fault ? fault->rank : 0) << " but there are " << p << " workers");
   std::optional<transport::SimulatedNetwork> simulated;
   if (network.enabled()) simulated.emplace(base, network);
   transport::Transport& comm = simulated ? static_cast<transport::Transport&>(*simulated) : base;
@@ -197,7 +319,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   exchange.compressor = {c.compressor, c.r_factor, c.seed, c.aggregator == "randk-shared"};
   exchange.aggregator = c.aggregator;
   exchange.density = density_for_epoch(c, 0);
-  SgdConfig sgd{c.momentum, c.nesterov, c.weight_decay, c.momentum_correction, c.per_layer};
+  SgdConfig sgd{c.momentum, c.nesterov, c.weight_decay, c.momentum_correction, c.per_layer, c.on_nonfinite == "skip"};
   DistributedOptimizer optimizer(comm, parameters, names, exchange, sgd);
   {
     // Identical initial parameters everywhere: rank 0's. Setup, not training: not on the clock.
@@ -231,13 +353,11 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   std::vector<EpochResult> history;
   const fs::path out_dir = c.out_dir;
   const std::string rank_file = "rank-" + std::to_string(rank) + ".ckpt";
+  const std::string previous_rank_file = "rank-" + std::to_string(rank) + ".prev.ckpt";
   if (!c.resume_dir.empty()) {
-    const Checkpoint ckpt = read_checkpoint((fs::path(c.resume_dir) / "checkpoints" / rank_file).string());
-    if (ckpt.text_section("config") != fingerprint(c, p)) {
-      throw InvalidArgument("the checkpoint in " + c.resume_dir +
-                            " was written with other training options (model, method, schedule, seed or workers): "
-                            "resume with the options of the original run");
-    }
+    const ResumePoint point = agree_on_resume_point(base, c, p, fingerprint(c, p));
+    if (!point.warning.empty()) std::fprintf(stderr, "sparsgd: warning: %s\n", point.warning.c_str());
+    const Checkpoint& ckpt = point.checkpoint;
     std::vector<float> values = ckpt.float_section("parameters");
     SPARSGD_ENFORCE_EQ(values.size(), optimizer.size(), "checkpoint parameters do not fit the model");
     optimizer.flat().scatter_values(values);
@@ -266,6 +386,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     if (simulated) simulated->set_clock(totals[6]);
     history = unflatten(ckpt.double_section("history"));
     summary.resumed = true;
+    summary.resumed_at = step;
   }
   if (reporter && !out_dir.empty()) {
     fs::create_directories(out_dir);
@@ -303,11 +424,15 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     ckpt.doubles["history"] = flatten(history);
     const fs::path dir = out_dir / "checkpoints";
     fs::create_directories(dir);
-    write_checkpoint((dir / rank_file).string(), ckpt);
+    if (fault && fault->kind == FaultPlan::Kind::crash_checkpoint && rank == fault->rank && step >= fault->iteration) {
+      crash_while_writing((dir / rank_file).string(), ckpt);
+    }
+    write_checkpoint((dir / rank_file).string(), ckpt, (dir / previous_rank_file).string());
     if (simulated) simulated->discard_compute();
   };
 
   bool stopped = false;
+  int consecutive_skips = 0;
   for (int epoch = start_epoch; epoch < c.epochs && !stopped; ++epoch) {
     const std::vector<std::uint32_t> order = epoch_permutation(n_train, c.seed, static_cast<std::uint64_t>(epoch));
     const auto [shard_begin, shard_end] = shard_range(n_train, p, rank);
@@ -336,6 +461,23 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
         const auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
         loss.backward();
         loss_value = loss.item<double>();
+        if (fault && fault->at(rank, step)) {
+          switch (fault->kind) {
+            case FaultPlan::Kind::nan:
+            case FaultPlan::Kind::inf: inject_gradient_fault(*fault, parameters); break;
+            case FaultPlan::Kind::thrown:
+              throw Error("injected fault: worker " + std::to_string(rank) + " failed at iteration " + std::to_string(step));
+            case FaultPlan::Kind::hang: {
+              // Silent until three timeouts have passed or (in-process) the others have given up.
+              const auto until = Clock::now() + 3 * std::chrono::milliseconds(c.timeout_ms);
+              while (Clock::now() < until && !base.aborted()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+              const std::string what = "worker " + std::to_string(rank) + " hung at iteration " + std::to_string(step);
+              if (base.aborted()) throw transport::PeerFailed("injected fault: " + what + " until the others gave up");
+              throw Error("injected fault: " + what);
+            }
+            case FaultPlan::Kind::crash_checkpoint: break;
+          }
+        }
         epoch_loss_sum += loss_value;
         epoch_batches += 1.0;
       }
@@ -343,6 +485,19 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
       const double position = epoch + static_cast<double>(it) / static_cast<double>(per_epoch);
       const double lr = learning_rate(c, p, position);
       const StepStats stats = optimizer.step(step, lr);
+      if (stats.skipped) {
+        ++summary.skipped_steps;
+        if (++consecutive_skips >= kMaxConsecutiveSkips) {
+          throw InvalidData("gradients were non-finite for " + std::to_string(consecutive_skips) +
+                            " iterations in a row (last: " + stats.skip_reason + "): the run has diverged; stopping");
+        }
+        if (stats.skip_reason.find("parameter") != std::string::npos) {
+          std::fprintf(stderr, "sparsgd: warning: skipped iteration %llu: %s\n", static_cast<unsigned long long>(step),
+                       stats.skip_reason.c_str());
+        }
+      } else {
+        consecutive_skips = 0;
+      }
       bytes_total += stats.bytes_sent;
       summary.compute_seconds += compute;
       summary.compression_seconds += stats.compress_cpu_seconds;
@@ -445,6 +600,9 @@ void validate(const TrainConfig& c) {
   SPARSGD_ENFORCE(c.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got " << c.checkpoint_every);
   SPARSGD_ENFORCE(c.checkpoint_every == 0 || !c.out_dir.empty(), "--checkpoint-every needs --out DIR");
   SPARSGD_ENFORCE(c.timeout_ms >= 1, "--timeout-ms must be at least 1");
+  SPARSGD_ENFORCE(c.on_nonfinite == "stop" || c.on_nonfinite == "skip",
+                  "unknown --on-nonfinite '" << c.on_nonfinite << "' (expected stop or skip)");
+  parse_fault_plan(c.inject_fault);
   SPARSGD_ENFORCE(c.aggregator != "randk-shared" || c.compressor == "randk",
                   "the randk-shared aggregator needs the randk compressor");
 }
@@ -488,6 +646,8 @@ std::string to_json(const TrainSummary& s) {
       {"time_split_seconds",
        {{"compute", s.compute_seconds}, {"compression", s.compression_seconds}, {"communication", s.communication_seconds}}},
       {"resumed", s.resumed},
+      {"resumed_at", s.resumed_at},
+      {"skipped_steps", s.skipped_steps},
       {"history", epochs}};
   return doc.dump();
 }

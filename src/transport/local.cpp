@@ -5,8 +5,22 @@
 
 namespace sparsgd::transport {
 
-LocalContext::LocalContext(int size) : size_(size), mailboxes_(static_cast<std::size_t>(size)) {
+LocalContext::LocalContext(int size) : size_(size), mailboxes_(static_cast<std::size_t>(std::max(size, 0))) {
   SPARSGD_ENFORCE(size >= 1, "worker count must be at least 1, got " << size);
+  waiting_for_.assign(static_cast<std::size_t>(size), -1);
+}
+
+std::string LocalContext::describe_wait_chain(int peer) const {
+  std::string chain = "rank " + std::to_string(peer);
+  std::vector<std::uint8_t> seen(static_cast<std::size_t>(size_), 0);
+  for (int at = peer; !seen[static_cast<std::size_t>(at)];) {
+    seen[static_cast<std::size_t>(at)] = 1;
+    const int next = waiting_for_[static_cast<std::size_t>(at)];
+    if (next < 0) return chain + ", which is not waiting for a message (busy, stuck or dead)";
+    chain += ", which waits for rank " + std::to_string(next);
+    at = next;
+  }
+  return chain + " (a cycle: the ranks wait for each other)";
 }
 
 void LocalContext::post(int source, int destination, int tag, std::vector<std::byte> data) {
@@ -28,6 +42,13 @@ std::vector<std::byte> LocalContext::take(int destination, int source, int tag, 
   Mailbox& mailbox = mailboxes_[static_cast<std::size_t>(destination)];
   auto& queue = mailbox.queue;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // Cleared on every way out, returns and throws alike.
+  struct Waiting {
+    std::vector<int>& waiting_for;
+    std::size_t rank;
+    ~Waiting() { waiting_for[rank] = -1; }
+  } waiting{waiting_for_, static_cast<std::size_t>(destination)};
+  waiting_for_[static_cast<std::size_t>(destination)] = source;
   while (true) {
     if (aborted_) throw_aborted(destination);
     for (auto it = queue.begin(); it != queue.end(); ++it) {
@@ -47,8 +68,8 @@ std::vector<std::byte> LocalContext::take(int destination, int source, int tag, 
         }
       }
       throw TransportError("rank " + std::to_string(destination) + ": timed out after " +
-                           std::to_string(timeout.count()) + " ms waiting for a message from rank " +
-                           std::to_string(source) + " (tag " + std::to_string(tag) + ")");
+                           std::to_string(timeout.count()) + " ms waiting for a message (tag " + std::to_string(tag) +
+                           ") from " + describe_wait_chain(source));
     }
   }
 }
@@ -142,7 +163,8 @@ void run_local_workers(int workers, const std::function<void(Transport&)>& body,
     });
   }
   for (auto& t : threads) t.join();
-  // Report the root cause: an error raised before the run was aborted.
+  // Report the root cause: the lowest-ranked worker's own error (not a PeerFailed that another's
+  // failure caused), so that the report does not depend on which failure came first.
   for (int pass = 0; pass < 2; ++pass) {
     for (int r = 0; r < workers; ++r) {
       const auto& error = errors[static_cast<std::size_t>(r)];

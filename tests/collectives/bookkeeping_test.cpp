@@ -28,7 +28,31 @@ TEST_P(Bookkeeping, BroadcastFromEveryRootAndAllreduceSum) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WorkerCounts, Bookkeeping, ::testing::Values(1, 2, 3, 5, 8, 13));
+// Every subset of flagged ranks for small P, a few for larger P: the answer is the lowest flagged
+// rank (or -1) on every rank.
+TEST_P(Bookkeeping, LowestFlaggedRankAgreesEverywhere) {
+  const int p = GetParam();
+  std::vector<unsigned> subsets;
+  if (p <= 5) {
+    for (unsigned s = 0; s < (1u << p); ++s) subsets.push_back(s);
+  } else {
+    subsets = {0u, 1u, 1u << (p - 1), (1u << (p - 1)) | (1u << 3), (1u << p) - 1, 0b10100u};
+  }
+  for (const unsigned subset : subsets) {
+    int expected = -1;
+    for (int r = 0; r < p; ++r) {
+      if (subset & (1u << r)) {
+        expected = r;
+        break;
+      }
+    }
+    transport::run_local_workers(p, [&](transport::Transport& t) {
+      EXPECT_EQ(lowest_flagged_rank(t, (subset >> t.rank()) & 1u), expected) << "subset " << subset;
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkerCounts, Bookkeeping, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 13, 16, 17));
 
 TEST(Bookkeeping, LengthMismatchIsAnError) {
   EXPECT_THROW(transport::run_local_workers(3,

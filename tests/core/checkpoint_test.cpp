@@ -72,6 +72,21 @@ TEST_F(CheckpointFile, RefusesTruncatedCorruptedAndForeignFiles) {
   EXPECT_THROW(read_checkpoint((dir_ / "missing.ckpt").string()), InvalidArgument);
 }
 
+TEST_F(CheckpointFile, KeepsThePreviousCheckpoint) {
+  const std::string previous = path_ + ".prev";
+  Checkpoint next = c_;
+  next.integers["pos"] = {4, 5, 6};
+  write_checkpoint(path_, next, previous);
+  EXPECT_EQ(read_checkpoint(path_).integer_section("pos"), (std::vector<std::uint64_t>{4, 5, 6}));
+  EXPECT_EQ(read_checkpoint(previous).integer_section("pos"), (std::vector<std::uint64_t>{1, 2, 3}));
+  // The first checkpoint of a run has no predecessor: nothing to keep, no error.
+  std::filesystem::remove(path_);
+  std::filesystem::remove(previous);
+  write_checkpoint(path_, next, previous);
+  EXPECT_TRUE(std::filesystem::exists(path_));
+  EXPECT_FALSE(std::filesystem::exists(previous));
+}
+
 TEST(CheckpointBytes, DecodeRefusesDuplicateSectionsAndHugeCounts) {
   Checkpoint c;
   c.floats["a"] = {1.0f};

@@ -128,6 +128,46 @@ TEST(DistributedOptimizer, NonFiniteGradientIsNamedAndNotSent) {
   }
 }
 
+// skip_nonfinite: a NaN on one worker at step 1 makes every worker skip that step, leaving
+// parameters, velocity and residuals exactly as if the step had not been taken.
+TEST(DistributedOptimizer, SkipNonFiniteSkipsTheStepOnEveryWorker) {
+  for (const bool with_nan : {true, false}) {
+    std::vector<std::vector<float>> finals(3), residuals(3);
+    std::vector<int> skipped(3, 0);
+    transport::run_local_workers(3, [&](transport::Transport& t) {
+      auto p = torch::ones({6}).requires_grad_(true);
+      SgdConfig sgd{0.9, false, 0.0, false, false};
+      sgd.skip_nonfinite = true;
+      DistributedOptimizer opt(t, {p}, {"w"}, exchange("topk", "gtopk-rd", 0.34), sgd);
+      for (int s = 0; s < 3; ++s) {
+        if (s == 1 && !with_nan) continue;  // the reference: the step never happens
+        p.mutable_grad() = torch::arange(6, torch::kFloat32) * static_cast<float>((t.rank() + 1) * (s + 1));
+        if (s == 1 && t.rank() == 1) p.mutable_grad()[4] = std::nanf("");
+        const StepStats stats = opt.step(static_cast<std::uint64_t>(s), 0.1);
+        const auto r = static_cast<std::size_t>(t.rank());
+        if (stats.skipped) {
+          ++skipped[r];
+          EXPECT_NE(stats.skip_reason.find(t.rank() == 1 ? "parameter 'w' at element 4" : "rank 1"), std::string::npos)
+              << stats.skip_reason;
+        }
+      }
+      const auto r = static_cast<std::size_t>(t.rank());
+      finals[r] = std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + 6);
+      residuals[r] = opt.residuals().front();
+    });
+    static std::vector<std::vector<float>> reference_finals, reference_residuals;
+    if (with_nan) {
+      EXPECT_EQ(skipped, (std::vector<int>{1, 1, 1}));
+      reference_finals = finals;
+      reference_residuals = residuals;
+    } else {
+      EXPECT_EQ(skipped, (std::vector<int>{0, 0, 0}));
+      EXPECT_EQ(finals, reference_finals);
+      EXPECT_EQ(residuals, reference_residuals);
+    }
+  }
+}
+
 TEST(DistributedOptimizer, BroadcastGivesEveryWorkerRankZerosParameters) {
   std::vector<float> seen(5);
   std::mutex m;

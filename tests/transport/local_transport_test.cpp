@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sparsgd/transport/local.hpp"
@@ -94,9 +95,40 @@ TEST(LocalTransport, ReceiveTimeoutNamesThePeer) {
         std::chrono::milliseconds(200));
     FAIL() << "expected a timeout";
   } catch (const TransportError& e) {
-    EXPECT_NE(std::string(e.what()).find("waiting for a message from rank 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("from rank 2"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// Rank 0 waits for rank 1, which waits for rank 2, which is stuck outside the transport: the
+// timeout names the whole chain down to the culprit, and the stuck worker can see the abort.
+TEST(LocalTransport, TimeoutFollowsTheWaitChainToTheStuckRank) {
+  bool stuck_saw_abort = false;
+  try {
+    run_local_workers(
+        3,
+        [&](Transport& t) {
+          std::vector<std::byte> buffer;
+          if (t.rank() == 2) {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (!t.aborted() && std::chrono::steady_clock::now() < until) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+            stuck_saw_abort = t.aborted();
+            throw PeerFailed("stuck worker released");
+          }
+          // Rank 1 waits longer, so rank 0's timeout comes first and sees rank 1 still waiting.
+          if (t.rank() == 1) t.set_timeout(std::chrono::milliseconds(5000));
+          t.recv(t.rank() + 1, 4, buffer, 10);
+        },
+        std::chrono::milliseconds(300));
+    FAIL() << "expected a timeout";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0: timed out"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("from rank 1, which waits for rank 2, which is not waiting"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(stuck_saw_abort);
 }
 
 TEST(LocalTransport, AFailingWorkerStopsTheOthersPromptlyAndIsReported) {

@@ -17,4 +17,9 @@ void broadcast(transport::Transport& t, std::span<float> values, int root = 0);
 // bitwise same result).
 void allreduce_sum(transport::Transport& t, std::span<double> values);
 
+// The lowest rank whose `flagged` is true, or -1 if none: a binomial-tree reduction to rank 0 and
+// a broadcast back, 2 ceil(log2 P) message rounds of 4 bytes. Lets all ranks agree to skip a step
+// that one of them cannot take (a non-finite gradient).
+int lowest_flagged_rank(transport::Transport& t, bool flagged);
+
 }  // namespace sparsgd::collectives

@@ -37,7 +37,9 @@ struct Checkpoint {
 std::string encode_checkpoint(const Checkpoint& checkpoint);
 Checkpoint decode_checkpoint(std::span<const std::byte> bytes, const std::string& source);
 
-void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+// If `previous` is not empty, the checkpoint that `path` held is kept under that name. The new one is
+// on disk before either rename, so a crash at any point leaves at least one complete checkpoint.
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint, const std::string& previous = {});
 // Throws InvalidArgument if the file cannot be opened, InvalidData if it is not a checkpoint, has
 // another version, is truncated or fails its checksum.
 Checkpoint read_checkpoint(const std::string& path);

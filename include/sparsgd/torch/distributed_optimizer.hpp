@@ -28,6 +28,10 @@ struct SgdConfig {
   // Compress and exchange each parameter tensor on its own (k per layer) instead of the whole
   // model at once.
   bool per_layer = false;
+  // A non-finite gradient on any worker: false stops (throws), true makes every worker skip the
+  // step (parameters, velocities and residuals untouched). Skipping costs an agreement of
+  // 2 ceil(log2 P) small messages per step, so it is off unless asked for.
+  bool skip_nonfinite = false;
 };
 
 struct StepStats {
@@ -38,6 +42,8 @@ struct StepStats {
   std::uint64_t bytes_sent = 0;
   std::uint64_t messages_sent = 0;
   std::size_t selected = 0;  // entries this worker selected
+  bool skipped = false;       // skip_nonfinite: some worker's gradient was not finite
+  std::string skip_reason;    // what this worker saw, or which rank flagged the step
 };
 
 class DistributedOptimizer {
@@ -50,7 +56,8 @@ class DistributedOptimizer {
   // Rank 0's parameters to every worker (collective).
   void broadcast_parameters();
   // After loss.backward() on every worker: exchange, average and step with learning rate `lr`.
-  // Throws InvalidData naming the parameter if a gradient holds NaN or Inf (before sending).
+  // A gradient that holds NaN or Inf (found before anything is sent) throws InvalidData naming the
+  // parameter, element, iteration and rank, or with skip_nonfinite skips the step on every worker.
   StepStats step(std::uint64_t iteration, double lr);
   // From the next step on (density warm-up).
   void set_density(double density);
@@ -67,7 +74,8 @@ class DistributedOptimizer {
   void set_residuals(const std::vector<std::vector<float>>& residuals);
 
  private:
-  void check_finite_gradients(std::uint64_t iteration) const;
+  // Empty if every gradient is finite, else where the first non-finite one is.
+  std::string find_nonfinite_gradient(std::uint64_t iteration) const;
 
   transport::Transport& transport_;
   FlatParameters flat_;

@@ -37,7 +37,12 @@ struct TrainConfig {
   std::uint64_t max_iters = 0;     // stop after this many iterations in all (0: no limit)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int timeout_ms = 60'000;
+  std::string on_nonfinite = "stop";  // a NaN/Inf gradient: stop, or skip the step on every worker
+  std::string inject_fault;        // KIND:RANK:ITERATION (sparsgd/core/fault_plan.hpp); empty: none
 };
+
+// Consecutive skipped steps after which on_nonfinite = skip gives up: the run has diverged.
+inline constexpr int kMaxConsecutiveSkips = 10;
 
 // Throws InvalidArgument naming the first bad option.
 void validate(const TrainConfig& config);
@@ -87,6 +92,8 @@ struct TrainSummary {
   double communication_seconds = 0.0;
   double simulated_communication_seconds = 0.0;
   bool resumed = false;
+  std::uint64_t resumed_at = 0;        // the iteration the run resumed from
+  std::uint64_t skipped_steps = 0;     // on_nonfinite = skip
   std::vector<EpochResult> history;
 };
 

@@ -18,12 +18,6 @@
 
 namespace sparsgd::transport {
 
-// Thrown in a worker whose wait was ended because another worker failed first.
-class PeerFailed : public TransportError {
- public:
-  using TransportError::TransportError;
-};
-
 class LocalContext {
  public:
   explicit LocalContext(int size);
@@ -49,6 +43,9 @@ class LocalContext {
     std::condition_variable arrived;
   };
   [[noreturn]] void throw_aborted(int rank) const;
+  // "rank 1, which waits for rank 3, which is not waiting for anyone": who a timed-out wait was
+  // really stuck behind. Called with mutex_ held.
+  std::string describe_wait_chain(int peer) const;
 
   int size_;
   mutable std::mutex mutex_;
@@ -56,6 +53,7 @@ class LocalContext {
   std::vector<Mailbox> mailboxes_;
   std::uint64_t barrier_generation_ = 0;
   int barrier_waiting_ = 0;
+  std::vector<int> waiting_for_;  // per rank: the peer its receive waits for, or -1
   bool aborted_ = false;
   int aborted_by_ = -1;
   std::string abort_reason_;
@@ -68,6 +66,7 @@ class LocalTransport final : public Transport {
   int size() const override { return context_->size(); }
   void barrier() override;
   void abort(const std::string& reason) noexcept override;
+  bool aborted() const override { return context_->aborted(); }
 
  protected:
   void do_send(int peer, int tag, std::span<const std::byte> data) override;

@@ -43,6 +43,7 @@ class SimulatedNetwork final : public Transport {
   // Synchronizes with the inner transport; the virtual clocks are left as they are.
   void barrier() override;
   void abort(const std::string& reason) noexcept override { inner_.abort(reason); }
+  bool aborted() const override { return inner_.aborted(); }
 
   // The virtual clock in seconds, after charging the compute time since the last call.
   double now();

@@ -24,6 +24,12 @@ class TransportError : public Error {
   using Error::Error;
 };
 
+// Thrown in a worker whose wait was ended because another worker failed first.
+class PeerFailed : public TransportError {
+ public:
+  using TransportError::TransportError;
+};
+
 struct TrafficCounters {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
@@ -67,6 +73,9 @@ class Transport {
   // Tells the other workers that this one failed, so that their waits end at once with `reason`
   // instead of a timeout. Best effort; never throws.
   virtual void abort(const std::string& reason) noexcept = 0;
+  // True once another worker's failure has ended the run, where the transport can tell (in-process
+  // workers); a worker busy outside the transport can poll it to stop early.
+  virtual bool aborted() const { return false; }
 
  protected:
   virtual void do_send(int peer, int tag, std::span<const std::byte> data) = 0;

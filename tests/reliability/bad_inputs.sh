@@ -1,0 +1,86 @@
+# Bad input to the command-line tool, one case a line, sourced by run.sh:
+#   reject NAME REGEX ARGS...
+# passes when `sparsgd ARGS...` exits non-zero (not by a signal, not after a hang) and its stderr
+# matches REGEX. Cases that need LibTorch or MPI are inside `if with_torch` / `if with_mpi`.
+
+# Numbers out of range, NaN, Inf, text where a number belongs, empty and huge values.
+reject density_zero 'density must lie in \(0, 1\]' bench select --n 1000 --density 0
+reject density_negative 'density must lie in \(0, 1\]' bench select --n 1000 --density -0.5
+reject density_above_one 'density must lie in \(0, 1\]' bench select --n 1000 --density 1.5
+reject density_nan 'density must be a finite number' bench select --n 1000 --density nan
+reject density_inf 'density must be a finite number' bench select --n 1000 --density inf
+reject density_text 'density' bench select --n 1000 --density abc
+reject density_empty 'density' bench select --n 1000 --density ''
+reject n_zero '--n must be at least 1' bench select --n 0
+reject n_huge '32-bit indices' bench select --n 5000000000
+reject n_enormous '--n.*below 2\^64' bench select --n 99999999999999999999999
+reject n_negative '--n' bench select --n -5
+reject n_fraction '--n' bench select --n 2.5
+reject repeat_zero '--repeat must be at least 1' bench select --n 100 --repeat 0
+reject unknown_dist "unknown distribution 'bogus'" bench select --n 100 --dist bogus
+reject unknown_subcommand 'subcommand is required|bogus' bench bogus
+reject unknown_top_level "unknown command 'bogus'" bogus
+reject unknown_option '--frobnicate' bench select --frobnicate
+reject missing_value '--n' bench select --n
+
+# The communication benchmark.
+reject comm_workers_zero 'workers' bench comm --workers 0 --n 1000
+reject comm_workers_huge 'workers' bench comm --workers 100000 --n 1000
+reject comm_n_zero '--n must be at least 1' bench comm --workers 2 --n 0
+reject comm_density_zero 'density must lie in' bench comm --workers 2 --n 1000 --density 0
+reject comm_unknown_aggregator "unknown aggregator 'tree'" bench comm --workers 2 --n 1000 --aggregator tree
+reject comm_unknown_compressor "unknown compressor 'zip'" bench comm --workers 2 --n 1000 --compressor zip
+reject comm_randk_shared_needs_randk 'randk-shared' bench comm --workers 2 --n 1000 --aggregator randk-shared --compressor topk
+reject comm_unknown_transport 'transport' bench comm --transport carrier-pigeon --n 1000
+reject comm_unknown_network 'unknown network' bench comm --workers 2 --n 1000 --network 3gbe
+reject comm_network_negative_alpha 'alpha' bench comm --workers 2 --n 1000 --network alpha=-1,bw=1e9
+reject comm_network_no_bandwidth 'bandwidth|bw' bench comm --workers 2 --n 1000 --network alpha=0.001
+reject comm_network_zero_bandwidth 'bandwidth|bw' bench comm --workers 2 --n 1000 --network alpha=0.001,bw=0
+reject comm_network_nan 'alpha|finite' bench comm --workers 2 --n 1000 --network alpha=nan,bw=1e9
+reject comm_iters_zero 'iters' bench comm --workers 2 --n 1000 --iters 0
+reject comm_timeout_zero 'timeout' bench comm --workers 2 --n 1000 --timeout-ms 0
+reject comm_r_factor_below_one 'r.factor|r_factor' bench comm --workers 2 --n 1000 --compressor rtopk --r-factor 0.5
+
+# The closed-form model.
+reject simulate_unknown_model "unknown model preset 'gpt'" simulate --model gpt
+reject simulate_needs_compute '--compute-ms is required' simulate --model lstm-ptb
+reject simulate_bad_compress '--compress-ms must be a number' simulate --compress-ms fast
+reject simulate_no_network 'bandwidth' simulate --network none
+reject simulate_workers_zero 'workers' simulate --model resnet50 --workers 0
+reject simulate_workers_text 'workers' simulate --model resnet50 --workers 4,eight
+reject simulate_workers_empty 'workers' simulate --model resnet50 --workers ''
+reject simulate_params_zero 'params' simulate --params 0 --compute-ms 10
+reject simulate_compute_negative 'compute' simulate --model resnet50 --compute-ms -1
+reject simulate_density_zero 'density' simulate --model resnet50 --density 0
+
+# Training: options, paths, checkpoints, fault specs.
+if with_torch; then
+  reject train_unknown_model "unknown model 'vgg'" train --model vgg
+  reject train_unknown_compressor "unknown compressor 'zip'" train --compressor zip
+  reject train_unknown_aggregator "unknown aggregator 'tree'" train --aggregator tree
+  reject train_batch_zero '--batch-size must be at least 1' train --batch-size 0
+  reject train_negative_lr '--lr must be a positive number' train --lr -0.1
+  reject train_nan_lr '--lr must be a positive number' train --lr nan
+  reject train_momentum_one '--momentum must be in \[0, 1\)' train --momentum 1
+  reject train_negative_weight_decay '--weight-decay must be >= 0' train --weight-decay -1
+  reject train_epochs_zero '--epochs must be at least 1' train --epochs 0
+  reject train_density_zero 'density must lie in' train --density 0
+  reject train_warmup_density_above_one 'density must lie in' train --warmup-density 2
+  reject train_workers_zero '--workers must be in \[1, 1024\]' train --workers 0
+  reject train_workers_huge '--workers must be in \[1, 1024\]' train --workers 5000
+  reject train_unknown_schedule "unknown --lr-schedule 'wave'" train --lr-schedule wave
+  reject train_negative_checkpoint_every '--checkpoint-every must be >= 0' train --checkpoint-every -1
+  reject train_timeout_zero '--timeout-ms must be at least 1' train --timeout-ms 0
+  reject train_unknown_nonfinite_policy "unknown --on-nonfinite 'ignore'" train --on-nonfinite ignore
+  reject train_fault_malformed 'KIND:RANK:ITERATION' train --inject-fault nan:1
+  reject train_fault_unknown_kind 'KIND:RANK:ITERATION' train --inject-fault meteor:0:1
+  reject train_fault_rank_out_of_range 'names rank 7 but there are 2 workers' train --workers 2 --max-iters 1 --inject-fault nan:7:0
+  reject train_bad_network 'unknown network' train --network 3gbe
+  reject train_randk_shared_needs_randk 'randk-shared aggregator needs the randk compressor' train --aggregator randk-shared
+  reject train_missing_data 'apt-get install dataset-fashion-mnist' train --data /nonexistent --max-iters 1
+  reject train_data_is_a_file 'fashion|Fashion|cannot' train --data /etc/hostname --max-iters 1
+  reject train_missing_checkpoint 'cannot open checkpoint' train --resume /nonexistent-run --max-iters 1
+  reject train_unwritable_out 'cannot|Permission|Not a directory|exists' train --out /proc/version/run --max-iters 1
+  reject plot_rejects_non_run 'not a training run directory' plot /tmp
+  reject plot_missing_dir 'not a training run directory|cannot|No such' plot /nonexistent-run
+fi
