@@ -30,6 +30,10 @@ const Aggregation& GradientExchange::exchange(std::span<const float> gradient, s
     auto aggregate_start = selected;
     double cpu_aggregate_start = cpu_selected;
     if (barrier_before_aggregation_) {
+      // Twice: the first absorbs the wait for the slowest compression, after which a transport
+      // that polls may be polling slowly; the second then ends on every worker within a short
+      // poll interval of the others.
+      transport_.barrier();
       transport_.barrier();
       aggregate_start = clock::now();
       cpu_aggregate_start = transport::thread_cpu_seconds();
