@@ -14,13 +14,14 @@
 #     --rate 1gbit --burst 48kb --latency 20ms     tbf parameters of every link direction
 #     --gso-max-size 32768        largest segmentation-offload packet on the links (see below)
 #     --sparsgd build/sparsgd     the binary (default: build/sparsgd, built with scripts/setup.sh if absent)
-#     --runs runs/shaped          where the JSON of each run goes (kept; a finished run is not redone
-#                                 unless --fresh)
+#     --runs runs/shaped          where the JSON of each run goes (kept; a finished run is not redone)
+#     --fresh                     delete the earlier runs there first
 #     --report FILE | --no-report where the Markdown fragment goes (default docs/results/scaling/shaped.md)
 #     --no-rate-check             skip the check that the time follows the rate (dense, P = 2, half rate)
 #     --timeout S                 longest time one mpirun may take (default 900 s)
-#     --nice N                    run the ranks under `nice -n N` (default 0; negative favours them over
-#                                 other work on a shared machine)
+#     --nice N                    the ranks' nice, for the task and for its autogroup (default 0;
+#                                 negative gives the benchmark the cores on a shared machine; the
+#                                 reported run used -19)
 #     --mpirun-args "..."         more mpirun arguments (e.g. "--mca btl_tcp_progress_thread 1")
 #   scripts/shaped-network.sh --cleanup-only
 #       removes what earlier runs left behind (namespaces named sgdsh<PID>..., whose script is gone).
@@ -48,6 +49,8 @@
 # bytes / rate (a quarter of gtopk-rd's 1.6 ms messages at n = 25M, density 0.001; nothing for
 # dense). latency 20 ms bounds the queue (about 2.5 MB at 1 Gbit/s): deep enough that the TCP
 # senders never see a drop at these rates (the run records the shapers' drop counters).
+#
+# alpha for the model: the median of 200 one-entry gtopk-rd exchanges at P = 2 (runs/.../alpha.json).
 #
 # Open MPI: the hostfile lists the worker namespaces; --mca plm_rsh_agent is a small launcher that
 # runs the daemon as `ip netns exec NS unshare --uts` with the hostname set to NS (distinct nodes,
