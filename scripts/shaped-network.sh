@@ -50,6 +50,9 @@
 # dense). latency 20 ms bounds the queue (about 2.5 MB at 1 Gbit/s): deep enough that the TCP
 # senders never see a drop at these rates (the run records the shapers' drop counters).
 #
+# bench comm runs with --ring-allreduce (dense: the library's ring over point-to-point messages, the
+# algorithm the closed form describes, not MPI_Iallreduce) and --model-network (the closed form is
+# reported beside the measurement; nothing in the path is simulated).
 # alpha for the model: the median of 200 one-entry gtopk-rd exchanges at P = 2 (runs/.../alpha.json).
 #
 # Open MPI: the hostfile lists the worker namespaces; --mca plm_rsh_agent is a small launcher that
@@ -360,7 +363,7 @@ for p in $workers; do
     [ "$agg" = randk-shared ] && comp=randk
     echo "shaped-network: P=$p $agg" >&2
     run_bench "$p" "$out" --n "$n" --density "$density" --compressor "$comp" --aggregator "$agg" \
-      --iters "$it" --network "$network" --timeout-ms 600000
+      --iters "$it" --ring-allreduce --model-network "$network" --timeout-ms 600000
   done
 done
 
@@ -370,7 +373,7 @@ if [ "$rate_check" = 1 ] && [ ! -s "$runs/rate-check.json" ]; then
   echo "shaped-network: rate check, dense at P = 2 with links at ${half} bit/s" >&2
   set_rate "${half}bit"
   run_bench 2 "$runs/rate-check.json" --n "$n" --density "$density" --compressor "$compressor" --aggregator dense \
-    --iters "$iters" --network "alpha=$alpha_s,bw=$half" --timeout-ms 600000
+    --iters "$iters" --ring-allreduce --model-network "alpha=$alpha_s,bw=$half" --timeout-ms 600000
   set_rate "$rate"
 fi
 

@@ -46,6 +46,40 @@ struct CommOptions {
   int timeout_ms = 60'000;
   bool verify = true;
   bool json = false;
+  bool ring_allreduce = false;
+  std::string model_network;  // closed form only, for measurements on a real network
+};
+
+// Forwards everything but the transport's own allreduce, so that dense runs the library's ring over
+// point-to-point messages (what the closed form describes) also without a simulated network.
+class PointToPointOnly final : public transport::Transport {
+ public:
+  explicit PointToPointOnly(transport::Transport& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void barrier() override {
+    inner_.set_timeout(timeout());
+    inner_.barrier();
+  }
+  void abort(const std::string& reason) noexcept override { inner_.abort(reason); }
+
+ protected:
+  void do_send(int peer, int tag, std::span<const std::byte> data) override {
+    inner_.set_timeout(timeout());
+    inner_.send(peer, tag, data);
+  }
+  std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) override {
+    inner_.set_timeout(timeout());
+    return inner_.recv(peer, tag, buffer, max_bytes);
+  }
+  std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
+                          std::vector<std::byte>& buffer, std::size_t max_bytes) override {
+    inner_.set_timeout(timeout());
+    return inner_.sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes);
+  }
+
+ private:
+  transport::Transport& inner_;
 };
 
 // What one worker measured and produced.
@@ -112,8 +146,16 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
 void run_worker(const CommOptions& o, const transport::NetworkSpec& network, transport::Transport& base,
                 WorkerRecord& record) {
   std::optional<transport::SimulatedNetwork> simulated;
-  if (network.enabled()) simulated.emplace(base, network);
-  transport::Transport& comm = simulated ? static_cast<transport::Transport&>(*simulated) : base;
+  std::optional<PointToPointOnly> point_to_point;
+  if (network.enabled()) {
+    simulated.emplace(base, network);
+  } else if (o.ring_allreduce) {
+    point_to_point.emplace(base);
+    point_to_point->set_timeout(base.timeout());
+  }
+  transport::Transport& comm = simulated       ? static_cast<transport::Transport&>(*simulated)
+                               : point_to_point ? static_cast<transport::Transport&>(*point_to_point)
+                                                : base;
   collectives::GradientExchange exchange(comm, o.n, exchange_config(o));
   std::vector<float> gradient(o.n);
   for (int it = 0; it < o.iters; ++it) {
@@ -319,6 +361,8 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
     sim_ms = median_of_max(r.sim_ms);
     sim_comm_ms = median_aggregation_ms(r);
     model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, network).seconds;
+  } else if (!o.model_network.empty()) {
+    model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, transport::parse_network(o.model_network)).seconds;
   }
   if (o.json) {
     nlohmann::json doc = {{"transport", o.transport},
@@ -349,6 +393,9 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
     fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
                median(agg_ms), median_of_max(r.agg_cpu_ms), median_of_max(r.compress_ms));
+    if (!network.enabled() && !model_ms.is_null()) {
+      fmt::print("  closed form of the aggregation on {}: {:.3f} ms\n", o.model_network, model_ms.get<double>());
+    }
     if (network.enabled()) {
       fmt::print("  simulated iteration: {:.3f} ms, of which aggregation {:.3f} ms (closed form {:.3f} ms)\n",
                  sim_ms.get<double>(), sim_comm_ms.get<double>(), model_ms.get<double>());
@@ -374,6 +421,10 @@ void validate_options(const CommOptions& o) {
   SPARSGD_ENFORCE(o.timeout_ms >= 1, "--timeout-ms must be at least 1, got " << o.timeout_ms);
   compress::make_compressor(exchange_config(o).compressor);  // validates the name and r_factor
   collectives::make_aggregator(o.aggregator);
+  if (!o.model_network.empty()) {
+    SPARSGD_ENFORCE(o.network == "none", "--model-network is for runs without --network (which reports the model itself)");
+    SPARSGD_ENFORCE(transport::parse_network(o.model_network).enabled(), "--model-network needs a bandwidth");
+  }
   SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
                   "unknown transport '" << o.transport << "' (expected local or mpi)");
 }
@@ -507,6 +558,12 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--timeout-ms", opt->timeout_ms, "longest wait for a peer before failing")->capture_default_str();
   cmd->add_flag("!--no-verify", opt->verify, "skip the serial reference check");
   cmd->add_flag("--json", opt->json, "print one JSON object");
+  cmd->add_option("--model-network", opt->model_network,
+                  "report the closed-form aggregation cost on this network (as --network) next to a measurement "
+                  "that is not simulated");
+  cmd->add_flag("--ring-allreduce", opt->ring_allreduce,
+                "dense: the library's ring over point-to-point messages even where the transport has its own "
+                "allreduce (MPI); with --network it always is");
   cmd->callback([opt] { run_bench_comm(*opt); });
 }
 
