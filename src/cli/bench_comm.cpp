@@ -46,6 +46,40 @@ struct CommOptions {
   int timeout_ms = 60'000;
   bool verify = true;
   bool json = false;
+  bool ring_allreduce = false;
+  std::string model_network;  // closed form only, for measurements on a real network
+};
+
+// Forwards everything but the transport's own allreduce, so that dense runs the library's ring over
+// point-to-point messages (what the closed form describes) also without a simulated network.
+class PointToPointOnly final : public transport::Transport {
+ public:
+  explicit PointToPointOnly(transport::Transport& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void barrier() override {
+    inner_.set_timeout(timeout());
+    inner_.barrier();
+  }
+  void abort(const std::string& reason) noexcept override { inner_.abort(reason); }
+
+ protected:
+  void do_send(int peer, int tag, std::span<const std::byte> data) override {
+    inner_.set_timeout(timeout());
+    inner_.send(peer, tag, data);
+  }
+  std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) override {
+    inner_.set_timeout(timeout());
+    return inner_.recv(peer, tag, buffer, max_bytes);
+  }
+  std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
+                          std::vector<std::byte>& buffer, std::size_t max_bytes) override {
+    inner_.set_timeout(timeout());
+    return inner_.sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes);
+  }
+
+ private:
+  transport::Transport& inner_;
 };
 
 // What one worker measured and produced.
@@ -53,6 +87,10 @@ struct WorkerRecord {
   // Per iteration; the sim_* times are on the virtual clock, relative to the iteration's start
   // (the moment the slowest worker had its gradient).
   std::vector<double> wall_ms;
+  // Wall clock of the aggregation alone: from a barrier after compression until this worker holds
+  // the sum (the slowest worker's value is the aggregation time of the step); also its thread CPU
+  // time, and the compression's wall time.
+  std::vector<double> agg_ms, agg_cpu_ms, compress_ms;
   std::vector<double> sim_ms;          // done, residual updated
   std::vector<double> sim_ready_ms;    // selection ready, aggregation starts
   std::vector<double> sim_summed_ms;   // aggregation done
@@ -101,14 +139,23 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   config.compressor.shared_seed = o.aggregator == "randk-shared";
   config.aggregator = o.aggregator;
   config.density = o.density;
+  config.barrier_before_aggregation = true;  // so that the aggregation is timed alone
   return config;
 }
 
 void run_worker(const CommOptions& o, const transport::NetworkSpec& network, transport::Transport& base,
                 WorkerRecord& record) {
   std::optional<transport::SimulatedNetwork> simulated;
-  if (network.enabled()) simulated.emplace(base, network);
-  transport::Transport& comm = simulated ? static_cast<transport::Transport&>(*simulated) : base;
+  std::optional<PointToPointOnly> point_to_point;
+  if (network.enabled()) {
+    simulated.emplace(base, network);
+  } else if (o.ring_allreduce) {
+    point_to_point.emplace(base);
+    point_to_point->set_timeout(base.timeout());
+  }
+  transport::Transport& comm = simulated       ? static_cast<transport::Transport&>(*simulated)
+                               : point_to_point ? static_cast<transport::Transport&>(*point_to_point)
+                                                : base;
   collectives::GradientExchange exchange(comm, o.n, exchange_config(o));
   std::vector<float> gradient(o.n);
   for (int it = 0; it < o.iters; ++it) {
@@ -125,6 +172,10 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
     const collectives::Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
     const auto wall_end = std::chrono::steady_clock::now();
     record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
+    const auto& phase = exchange.last_times();
+    record.agg_ms.push_back(1e3 * phase.aggregate_seconds);
+    record.agg_cpu_ms.push_back(1e3 * phase.aggregate_cpu_seconds);
+    record.compress_ms.push_back(1e3 * phase.compress_seconds);
     if (simulated) {
       const double sim_end = simulated->now();
       // The compute before the aggregation (compression) and after it (the residual update) is
@@ -263,6 +314,7 @@ double conservation_error(const std::vector<double>& consumed_sum, const collect
 
 struct Report {
   std::vector<std::vector<double>> wall_ms, sim_ms, sim_ready_ms, sim_summed_ms;  // [worker][iteration]
+  std::vector<std::vector<double>> agg_ms, agg_cpu_ms, compress_ms;                // [worker][iteration]
   std::vector<transport::TrafficCounters> counters;
   bool matches = true;
   double conservation_rel_error = 0.0;
@@ -303,11 +355,14 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
   }
   const double mean_bytes = sum_bytes / static_cast<double>(workers);
   const double median_ms = median_of_max(r.wall_ms);
+  const std::vector<double> agg_ms = max_per_iteration(r.agg_ms);
   nlohmann::json sim_ms = nullptr, sim_comm_ms = nullptr, model_ms = nullptr;
   if (network.enabled()) {
     sim_ms = median_of_max(r.sim_ms);
     sim_comm_ms = median_aggregation_ms(r);
     model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, network).seconds;
+  } else if (!o.model_network.empty()) {
+    model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, transport::parse_network(o.model_network)).seconds;
   }
   if (o.json) {
     nlohmann::json doc = {{"transport", o.transport},
@@ -320,6 +375,10 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"network", network.name},
                           {"iters", o.iters},
                           {"median_ms", median_ms},
+                          {"agg_median_ms", median(agg_ms)},
+                          {"agg_ms", agg_ms},
+                          {"agg_cpu_median_ms", median_of_max(r.agg_cpu_ms)},
+                          {"compress_median_ms", median_of_max(r.compress_ms)},
                           {"sim_ms", sim_ms},
                           {"sim_comm_ms", sim_comm_ms},
                           {"model_comm_ms", model_ms},
@@ -332,6 +391,11 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
     fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} network={} iters={}\n", o.transport,
                workers, o.n, k, o.compressor, o.aggregator, network.name, o.iters);
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
+    fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
+               median(agg_ms), median_of_max(r.agg_cpu_ms), median_of_max(r.compress_ms));
+    if (!network.enabled() && !model_ms.is_null()) {
+      fmt::print("  closed form of the aggregation on {}: {:.3f} ms\n", o.model_network, model_ms.get<double>());
+    }
     if (network.enabled()) {
       fmt::print("  simulated iteration: {:.3f} ms, of which aggregation {:.3f} ms (closed form {:.3f} ms)\n",
                  sim_ms.get<double>(), sim_comm_ms.get<double>(), model_ms.get<double>());
@@ -359,6 +423,10 @@ void validate_options(const CommOptions& o) {
   collectives::make_aggregator(o.aggregator);
   SPARSGD_ENFORCE(o.aggregator != "randk-shared" || o.compressor == "randk",
                   "the randk-shared aggregator needs the randk compressor (its workers must select the same indices)");
+  if (!o.model_network.empty()) {
+    SPARSGD_ENFORCE(o.network == "none", "--model-network is for runs without --network (which reports the model itself)");
+    SPARSGD_ENFORCE(transport::parse_network(o.model_network).enabled(), "--model-network needs a bandwidth");
+  }
   SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
                   "unknown transport '" << o.transport << "' (expected local or mpi)");
 }
@@ -373,6 +441,9 @@ void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
   Report report;
   for (const WorkerRecord& rec : records) {
     report.wall_ms.push_back(rec.wall_ms);
+    report.agg_ms.push_back(rec.agg_ms);
+    report.agg_cpu_ms.push_back(rec.agg_cpu_ms);
+    report.compress_ms.push_back(rec.compress_ms);
     report.sim_ms.push_back(rec.sim_ms);
     report.sim_ready_ms.push_back(rec.sim_ready_ms);
     report.sim_summed_ms.push_back(rec.sim_summed_ms);
@@ -426,7 +497,8 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
   }
   std::vector<double> summary = {matches, conservation, static_cast<double>(record.counters.bytes_sent),
                                  static_cast<double>(record.counters.messages_sent)};
-  for (auto* series : {&record.wall_ms, &record.sim_ms, &record.sim_ready_ms, &record.sim_summed_ms}) {
+  for (auto* series : {&record.wall_ms, &record.sim_ms, &record.sim_ready_ms, &record.sim_summed_ms, &record.agg_ms,
+                       &record.agg_cpu_ms, &record.compress_ms}) {
     series->resize(static_cast<std::size_t>(o.iters), 0.0);
     summary.insert(summary.end(), series->begin(), series->end());
   }
@@ -446,6 +518,9 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
       return std::vector<double>(begin, begin + static_cast<std::ptrdiff_t>(iters));
     };
     report.wall_ms.push_back(series(0));
+    report.agg_ms.push_back(series(4));
+    report.agg_cpu_ms.push_back(series(5));
+    report.compress_ms.push_back(series(6));
     if (network.enabled()) {
       report.sim_ms.push_back(series(1));
       report.sim_ready_ms.push_back(series(2));
@@ -485,6 +560,12 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--timeout-ms", opt->timeout_ms, "longest wait for a peer before failing")->capture_default_str();
   cmd->add_flag("!--no-verify", opt->verify, "skip the serial reference check");
   cmd->add_flag("--json", opt->json, "print one JSON object");
+  cmd->add_option("--model-network", opt->model_network,
+                  "report the closed-form aggregation cost on this network (as --network) next to a measurement "
+                  "that is not simulated");
+  cmd->add_flag("--ring-allreduce", opt->ring_allreduce,
+                "dense: the library's ring over point-to-point messages even where the transport has its own "
+                "allreduce (MPI); with --network it always is");
   cmd->callback([opt] { run_bench_comm(*opt); });
 }
 

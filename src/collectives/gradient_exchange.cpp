@@ -12,7 +12,8 @@ GradientExchange::GradientExchange(transport::Transport& transport, std::size_t 
       compressor_(compress::make_compressor(config.compressor)),
       aggregator_(make_aggregator(config.aggregator)),
       feedback_(n),
-      k_(k_from_density(n, config.density)) {}
+      k_(k_from_density(n, config.density)),
+      barrier_before_aggregation_(config.barrier_before_aggregation) {}
 
 void GradientExchange::set_density(double density) { k_ = k_from_density(n(), density); }
 
@@ -26,14 +27,25 @@ const Aggregation& GradientExchange::exchange(std::span<const float> gradient, s
     const auto selected = clock::now();
     const double cpu_selected = transport::thread_cpu_seconds();
     times_.compress_cpu_seconds = cpu_selected - cpu_start;
+    auto aggregate_start = selected;
+    double cpu_aggregate_start = cpu_selected;
+    if (barrier_before_aggregation_) {
+      // Twice: the first absorbs the wait for the slowest compression, after which a transport
+      // that polls may be polling slowly; the second then ends on every worker within a short
+      // poll interval of the others.
+      transport_.barrier();
+      transport_.barrier();
+      aggregate_start = clock::now();
+      cpu_aggregate_start = transport::thread_cpu_seconds();
+    }
     aggregator_->aggregate(transport_, selection_, k_, result_);
     const auto done = clock::now();
     const double cpu_commit = transport::thread_cpu_seconds();
-    times_.aggregate_cpu_seconds = cpu_commit - cpu_selected;
+    times_.aggregate_cpu_seconds = cpu_commit - cpu_aggregate_start;
     feedback_.commit(selection_, result_.consumed);
     times_.feedback_cpu_seconds = transport::thread_cpu_seconds() - cpu_commit;
     times_.compress_seconds = std::chrono::duration<double>(selected - start).count();
-    times_.aggregate_seconds = std::chrono::duration<double>(done - selected).count();
+    times_.aggregate_seconds = std::chrono::duration<double>(done - aggregate_start).count();
   } catch (...) {
     // Nothing was consumed: the gradient stays in the residual, so no information is lost.
     if (feedback_.pending()) feedback_.commit(SparseVector{feedback_.size(), {}, {}});

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 
 namespace sparsgd::transport {
@@ -73,12 +74,20 @@ MpiTransport::~MpiTransport() {
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
-void MpiTransport::wait(MPI_Request& request, const std::string& what) {
+void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Status* status) {
   const auto deadline = clock::now() + timeout();
   Poller poller;
   int done = 0;
   while (true) {
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    const int code = MPI_Test(&request, &done, status);
+    if (code != MPI_SUCCESS) {
+      int error_class = MPI_SUCCESS;
+      MPI_Error_class(code, &error_class);
+      if (error_class == MPI_ERR_TRUNCATE) {
+        throw TransportError("rank " + std::to_string(rank_) + ": message longer than expected " + what);
+      }
+      check(code, "MPI_Test");
+    }
     if (done) return;
     if (clock::now() > deadline) {
       MPI_Cancel(&request);
@@ -129,18 +138,47 @@ std::size_t MpiTransport::do_recv(int peer, int tag, std::vector<std::byte>& buf
                          std::to_string(count) + " bytes, more than the " + std::to_string(max_bytes) + " expected");
   }
   buffer.resize(static_cast<std::size_t>(count));
-  check(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+  // Not MPI_Recv: it would spin until the last byte is in (milliseconds for a large message on a
+  // slow link), taking the core from ranks that share it and from the kernel's own network work.
+  MPI_Request request;
+  check(MPI_Irecv(buffer.data(), count, MPI_BYTE, peer, tag, comm_, &request), "MPI_Irecv");
+  wait(request, "receiving " + std::to_string(count) + " bytes from rank " + std::to_string(peer) + " (tag " +
+                    std::to_string(tag) + ")");
   return buffer.size();
 }
 
 std::size_t MpiTransport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
                                       int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  // The receive is posted before the send. A large message goes by rendezvous: the sender waits
+  // for the receiver's acknowledgement, which MPI sends when a matching receive is posted. Posted
+  // late (after a probe), that acknowledgement can queue behind this rank's own bulk data on the
+  // connection both directions share, and the two halves of the exchange then run one after the
+  // other instead of together (seen on tbf-shaped TCP links: a ring step took twice its time).
+  if (max_bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw TransportError("rank " + std::to_string(rank_) + ": a message of up to " + std::to_string(max_bytes) +
+                         " bytes does not fit an MPI count");
+  }
+  buffer.resize(max_bytes);
+  MPI_Request receive;
+  check(MPI_Irecv(buffer.data(), static_cast<int>(max_bytes), MPI_BYTE, recv_peer, recv_tag, comm_, &receive),
+        "MPI_Irecv");
   MPI_Request request;
-  check(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, send_peer, send_tag, comm_, &request),
-        "MPI_Isend");
-  const std::size_t bytes = do_recv(recv_peer, recv_tag, buffer, max_bytes);
+  const int sent = MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, send_peer, send_tag, comm_, &request);
+  if (sent != MPI_SUCCESS) {
+    MPI_Cancel(&receive);
+    MPI_Request_free(&receive);
+    check(sent, "MPI_Isend");
+  }
+  MPI_Status status;
+  wait(receive,
+       "waiting for a message from rank " + std::to_string(recv_peer) + " (tag " + std::to_string(recv_tag) +
+           ", at most " + std::to_string(max_bytes) + " bytes)",
+       &status);
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  buffer.resize(static_cast<std::size_t>(count));
   wait(request, "sending to rank " + std::to_string(send_peer) + " (tag " + std::to_string(send_tag) + ")");
-  return bytes;
+  return buffer.size();
 }
 
 bool MpiTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {

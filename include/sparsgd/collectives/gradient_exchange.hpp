@@ -19,11 +19,14 @@ struct ExchangeConfig {
   compress::CompressorConfig compressor;
   std::string aggregator = "gtopk";
   double density = 0.001;
+  // Benchmarks: a barrier between compression and aggregation, so that aggregate_seconds times the
+  // collective alone (no worker waits there for a slower one's compression). Off in training.
+  bool barrier_before_aggregation = false;
 };
 
 struct ExchangeTimes {
   double compress_seconds = 0.0;   // accumulate + select (wall clock)
-  double aggregate_seconds = 0.0;  // the collective (wall clock)
+  double aggregate_seconds = 0.0;  // the collective (wall clock; after the barrier, if configured)
   double compress_cpu_seconds = 0.0;  // accumulate + select, thread CPU time
   double aggregate_cpu_seconds = 0.0;  // merges, encoding, validation inside the collective
   double feedback_cpu_seconds = 0.0;  // residual update after aggregation, thread CPU time
@@ -54,6 +57,7 @@ class GradientExchange {
   std::unique_ptr<Aggregator> aggregator_;
   compress::ErrorFeedback feedback_;
   std::size_t k_;
+  bool barrier_before_aggregation_;
   SparseVector selection_;
   Aggregation result_;
   ExchangeTimes times_;

@@ -48,7 +48,8 @@ class MpiTransport final : public Transport {
                           std::vector<std::byte>& buffer, std::size_t max_bytes) override;
 
  private:
-  void wait(MPI_Request& request, const std::string& what);
+  // Polls `request` to completion (its status into `status`, if given); throws on error or timeout.
+  void wait(MPI_Request& request, const std::string& what, MPI_Status* status = MPI_STATUS_IGNORE);
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
