@@ -40,6 +40,7 @@ struct CommOptions {
   std::string compressor = "topk";
   std::string aggregator = "gtopk";
   std::string network = "none";
+  std::string model_network = "none";  // closed form only: real networks, or SMPI's simulated one
   double r_factor = 4.0;
   int iters = 5;
   std::uint64_t seed = 1;
@@ -47,7 +48,6 @@ struct CommOptions {
   bool verify = true;
   bool json = false;
   bool ring_allreduce = false;
-  std::string model_network;  // closed form only, for measurements on a real network
 };
 
 // Forwards everything but the transport's own allreduce, so that dense runs the library's ring over
@@ -94,9 +94,12 @@ struct WorkerRecord {
   std::vector<double> sim_ms;          // done, residual updated
   std::vector<double> sim_ready_ms;    // selection ready, aggregation starts
   std::vector<double> sim_summed_ms;   // aggregation done
+  // Absolute times on the transport's clock (MPI_Wtime under MPI: the simulated clock under SMPI).
+  std::vector<double> clock_start_s;   // exchange starts (after the barrier)
+  std::vector<double> clock_end_s;     // exchange done, residual updated
   std::vector<std::vector<std::uint8_t>> consumed;    // per iteration
-  // Kept in full only where `keep_results` (one worker in-process, every rank under MPI); the
-  // other workers keep digests, which must equal the kept worker's (every rank gets the same sum).
+  // Kept in full only where `keep_results` (worker 0, in-process and under MPI); the other
+  // workers keep digests, which must equal the kept worker's (every rank gets the same sum).
   bool keep_results = false;
   std::vector<collectives::Aggregation> results;      // per iteration
   std::vector<std::uint64_t> sum_digests;             // per iteration
@@ -111,6 +114,14 @@ std::uint64_t digest_of(const collectives::Aggregation& a) {
   return fnv1a(std::as_bytes(std::span(a.sum.values)), fnv1a(std::as_bytes(std::span(a.sum.indices))));
 }
 
+
+// Whether MPI_Wtime is one clock for all ranks: under SimGrid SMPI it is the simulator's; on a
+// real cluster every machine has its own, so spans between ranks mean nothing there.
+#ifdef SPARSGD_SMPI
+constexpr bool kGlobalMpiClock = true;
+#else
+constexpr bool kGlobalMpiClock = false;
+#endif
 
 // Max of one double over all ranks, through rank 0 (only for clock alignment and reports).
 double max_over_ranks(transport::Transport& t, double value, int tag) {
@@ -168,9 +179,12 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
       simulated->set_clock(max_over_ranks(base, simulated->now(), 900));
       sim_start = simulated->now();
     }
+    const double clock_start = base.clock_seconds();
     const auto wall_start = std::chrono::steady_clock::now();
     const collectives::Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
     const auto wall_end = std::chrono::steady_clock::now();
+    record.clock_start_s.push_back(clock_start);
+    record.clock_end_s.push_back(base.clock_seconds());
     record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
     const auto& phase = exchange.last_times();
     record.agg_ms.push_back(1e3 * phase.aggregate_seconds);
@@ -315,6 +329,8 @@ double conservation_error(const std::vector<double>& consumed_sum, const collect
 struct Report {
   std::vector<std::vector<double>> wall_ms, sim_ms, sim_ready_ms, sim_summed_ms;  // [worker][iteration]
   std::vector<std::vector<double>> agg_ms, agg_cpu_ms, compress_ms;                // [worker][iteration]
+  std::vector<std::vector<double>> clock_start_s, clock_end_s;                     // [worker][iteration]
+  bool global_clock = false;  // the transport's clock is the same for every worker
   std::vector<transport::TrafficCounters> counters;
   bool matches = true;
   double conservation_rel_error = 0.0;
@@ -344,6 +360,17 @@ double median_aggregation_ms(const Report& r) {
   return median(span);
 }
 
+// The same span on the transport's clock: from the last worker starting the exchange to the last
+// one done. Under SimGrid SMPI with smpi/simulate-computation:no, compression and the residual
+// update take no simulated time, so this is the simulated cluster's communication alone.
+double median_clock_ms(const Report& r) {
+  const auto start = max_per_iteration(r.clock_start_s);
+  const auto end = max_per_iteration(r.clock_end_s);
+  std::vector<double> span(start.size());
+  for (std::size_t i = 0; i < span.size(); ++i) span[i] = 1e3 * (end[i] - start[i]);
+  return median(span);
+}
+
 void print_report(const CommOptions& o, int workers, const transport::NetworkSpec& network, const Report& r) {
   const std::size_t k = k_from_density(o.n, o.density);
   double max_bytes = 0.0, sum_bytes = 0.0, max_messages = 0.0;
@@ -356,14 +383,14 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
   const double mean_bytes = sum_bytes / static_cast<double>(workers);
   const double median_ms = median_of_max(r.wall_ms);
   const std::vector<double> agg_ms = max_per_iteration(r.agg_ms);
-  nlohmann::json sim_ms = nullptr, sim_comm_ms = nullptr, model_ms = nullptr;
+  nlohmann::json sim_ms = nullptr, sim_comm_ms = nullptr, model_ms = nullptr, clock_ms = nullptr;
+  const transport::NetworkSpec model = network.enabled() ? network : transport::parse_network(o.model_network);
   if (network.enabled()) {
     sim_ms = median_of_max(r.sim_ms);
     sim_comm_ms = median_aggregation_ms(r);
-    model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, network).seconds;
-  } else if (!o.model_network.empty()) {
-    model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, transport::parse_network(o.model_network)).seconds;
   }
+  if (model.enabled()) model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, model).seconds;
+  if (r.global_clock) clock_ms = median_clock_ms(r);
   if (o.json) {
     nlohmann::json doc = {{"transport", o.transport},
                           {"workers", workers},
@@ -373,6 +400,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"compressor", o.compressor},
                           {"aggregator", o.aggregator},
                           {"network", network.name},
+                          {"model_network", model.name},
                           {"iters", o.iters},
                           {"median_ms", median_ms},
                           {"agg_median_ms", median(agg_ms)},
@@ -381,6 +409,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"compress_median_ms", median_of_max(r.compress_ms)},
                           {"sim_ms", sim_ms},
                           {"sim_comm_ms", sim_comm_ms},
+                          {"clock_ms", clock_ms},
                           {"model_comm_ms", model_ms},
                           {"bytes_sent_per_worker", {{"max", max_bytes}, {"mean", mean_bytes}}},
                           {"messages_per_worker", {{"max", max_messages}}},
@@ -393,13 +422,12 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
     fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
                median(agg_ms), median_of_max(r.agg_cpu_ms), median_of_max(r.compress_ms));
-    if (!network.enabled() && !model_ms.is_null()) {
-      fmt::print("  closed form of the aggregation on {}: {:.3f} ms\n", o.model_network, model_ms.get<double>());
-    }
     if (network.enabled()) {
-      fmt::print("  simulated iteration: {:.3f} ms, of which aggregation {:.3f} ms (closed form {:.3f} ms)\n",
-                 sim_ms.get<double>(), sim_comm_ms.get<double>(), model_ms.get<double>());
+      fmt::print("  simulated iteration: {:.3f} ms, of which aggregation {:.3f} ms\n", sim_ms.get<double>(),
+                 sim_comm_ms.get<double>());
     }
+    if (r.global_clock) fmt::print("  exchange on the transport's clock (median): {:.3f} ms\n", clock_ms.get<double>());
+    if (model.enabled()) fmt::print("  closed-form aggregation on {}: {:.3f} ms\n", model.name, model_ms.get<double>());
     fmt::print("  bytes sent per worker per iteration: max {:.0f}, mean {:.0f}; messages max {:.1f}\n", max_bytes,
                mean_bytes, max_messages);
     if (o.verify) {
@@ -423,12 +451,13 @@ void validate_options(const CommOptions& o) {
   collectives::make_aggregator(o.aggregator);
   SPARSGD_ENFORCE(o.aggregator != "randk-shared" || o.compressor == "randk",
                   "the randk-shared aggregator needs the randk compressor (its workers must select the same indices)");
-  if (!o.model_network.empty()) {
+  if (o.model_network != "none") {
     SPARSGD_ENFORCE(o.network == "none", "--model-network is for runs without --network (which reports the model itself)");
     SPARSGD_ENFORCE(transport::parse_network(o.model_network).enabled(), "--model-network needs a bandwidth");
   }
   SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
                   "unknown transport '" << o.transport << "' (expected local or mpi)");
+  transport::parse_network(o.model_network);
 }
 
 void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
@@ -447,8 +476,11 @@ void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
     report.sim_ms.push_back(rec.sim_ms);
     report.sim_ready_ms.push_back(rec.sim_ready_ms);
     report.sim_summed_ms.push_back(rec.sim_summed_ms);
+    report.clock_start_s.push_back(rec.clock_start_s);
+    report.clock_end_s.push_back(rec.clock_end_s);
     report.counters.push_back(rec.counters);
   }
+  report.global_clock = true;  // steady_clock, one process
   if (o.verify) {
     std::vector<std::pair<int, const WorkerRecord*>> checked;
     for (int w = 0; w < o.workers; ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
@@ -480,41 +512,91 @@ std::vector<std::vector<double>> gather(transport::Transport& t, const std::vect
   return all;
 }
 
+// What rank 0 needs of another rank to check it: per iteration the digest of its sum and its
+// consumed flags, then the digest of its final residual. As u64 words: digest, count, the flags
+// (count bytes, padded to a word) per iteration, then the residual digest.
+std::vector<std::uint64_t> encode_checked(const WorkerRecord& r) {
+  std::vector<std::uint64_t> words;
+  for (std::size_t it = 0; it < r.sum_digests.size(); ++it) {
+    const auto& flags = r.consumed[it];
+    words.push_back(r.sum_digests[it]);
+    words.push_back(flags.size());
+    const std::size_t at = words.size();
+    words.resize(at + (flags.size() + 7) / 8, 0);
+    if (!flags.empty()) std::memcpy(words.data() + at, flags.data(), flags.size());
+  }
+  words.push_back(r.residual_digest);
+  return words;
+}
+
+WorkerRecord decode_checked(std::span<const std::byte> bytes, int iters, std::size_t n, int from) {
+  auto bad = [from] { return transport::TransportError(fmt::format("bad verification message from rank {}", from)); };
+  if (bytes.size() % 8 != 0) throw bad();
+  std::vector<std::uint64_t> words(bytes.size() / 8);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  WorkerRecord r;
+  std::size_t at = 0;
+  for (int it = 0; it < iters; ++it) {
+    if (words.size() - at < 3) throw bad();
+    r.sum_digests.push_back(words[at]);
+    const std::uint64_t count = words[at + 1];
+    at += 2;
+    if (count > n || (count + 7) / 8 > words.size() - at - 1) throw bad();
+    std::vector<std::uint8_t> flags(count);
+    if (count > 0) std::memcpy(flags.data(), words.data() + at, count);
+    r.consumed.push_back(std::move(flags));
+    at += (count + 7) / 8;
+  }
+  if (words.size() - at != 1) throw bad();
+  r.residual_digest = words[at];
+  return r;
+}
+
+// Every rank's record at rank 0, its own first; the other ranks get nothing back.
+std::vector<WorkerRecord> gather_checked(transport::Transport& t, WorkerRecord&& mine, const CommOptions& o, int tag) {
+  std::vector<WorkerRecord> all;
+  if (t.rank() != 0) {
+    const auto words = encode_checked(mine);
+    t.send(0, tag, std::as_bytes(std::span(words)));
+    return all;
+  }
+  all.push_back(std::move(mine));
+  std::vector<std::byte> buffer;
+  const std::size_t max_bytes = 8 * (1 + static_cast<std::size_t>(o.iters) * (2 + (o.n + 7) / 8));
+  for (int r = 1; r < t.size(); ++r) {
+    t.recv(r, tag, buffer, max_bytes);
+    all.push_back(decode_checked(buffer, o.iters, o.n, r));
+  }
+  return all;
+}
+
+// Rank 0 checks every rank against one serial replay of all of them (the replay holds P
+// residuals of n floats, so it is done once, not on every rank); the others send it their digests
+// and consumed flags and it alone reports.
 void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport::NetworkSpec& network) {
   WorkerRecord record;
-  record.keep_results = true;
+  record.keep_results = t.rank() == 0;
   run_worker(o, network, t, record);
-  // Each rank checks itself against the full serial replay of all ranks.
-  double matches = 1.0, conservation = 0.0;
-  std::string first_mismatch;
-  if (o.verify) {
-    std::vector<double> consumed_sum;
-    const Verification v = verify(o, t.size(), {{t.rank(), &record}}, consumed_sum);
-    matches = v.matches ? 1.0 : 0.0;
-    first_mismatch = v.first_mismatch;
-    conservation = conservation_error(consumed_sum, record.results.back());
-    if (!first_mismatch.empty()) std::fprintf(stderr, "sparsgd: rank %d: %s\n", t.rank(), first_mismatch.c_str());
-  }
-  std::vector<double> summary = {matches, conservation, static_cast<double>(record.counters.bytes_sent),
+  std::vector<double> summary = {static_cast<double>(record.counters.bytes_sent),
                                  static_cast<double>(record.counters.messages_sent)};
   for (auto* series : {&record.wall_ms, &record.sim_ms, &record.sim_ready_ms, &record.sim_summed_ms, &record.agg_ms,
-                       &record.agg_cpu_ms, &record.compress_ms}) {
+                       &record.agg_cpu_ms, &record.compress_ms, &record.clock_start_s, &record.clock_end_s}) {
     series->resize(static_cast<std::size_t>(o.iters), 0.0);
     summary.insert(summary.end(), series->begin(), series->end());
   }
   const auto all = gather(t, summary, 950);
+  std::vector<WorkerRecord> records;
+  if (o.verify) records = gather_checked(t, std::move(record), o, 960);
   if (t.rank() != 0) return;
   Report report;
   const auto iters = static_cast<std::size_t>(o.iters);
   for (const auto& s : all) {
-    report.matches = report.matches && s[0] == 1.0;
-    report.conservation_rel_error = std::max(report.conservation_rel_error, s[1]);
     transport::TrafficCounters c;
-    c.bytes_sent = static_cast<std::uint64_t>(s[2]);
-    c.messages_sent = static_cast<std::uint64_t>(s[3]);
+    c.bytes_sent = static_cast<std::uint64_t>(s[0]);
+    c.messages_sent = static_cast<std::uint64_t>(s[1]);
     report.counters.push_back(c);
     auto series = [&s, iters](std::size_t which) {
-      const auto begin = s.begin() + 4 + static_cast<std::ptrdiff_t>(which * iters);
+      const auto begin = s.begin() + 2 + static_cast<std::ptrdiff_t>(which * iters);
       return std::vector<double>(begin, begin + static_cast<std::ptrdiff_t>(iters));
     };
     report.wall_ms.push_back(series(0));
@@ -526,8 +608,19 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
       report.sim_ready_ms.push_back(series(2));
       report.sim_summed_ms.push_back(series(3));
     }
+    report.clock_start_s.push_back(series(7));
+    report.clock_end_s.push_back(series(8));
   }
-  if (!report.matches) report.first_mismatch = "a rank's results differ from the reference (see its message)";
+  report.global_clock = kGlobalMpiClock;
+  if (o.verify) {
+    std::vector<std::pair<int, const WorkerRecord*>> checked;
+    for (int w = 0; w < t.size(); ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
+    std::vector<double> consumed_sum;
+    const Verification v = verify(o, t.size(), checked, consumed_sum);
+    report.matches = v.matches;
+    report.first_mismatch = v.first_mismatch;
+    report.conservation_rel_error = conservation_error(consumed_sum, records[0].results.back());
+  }
   print_report(o, t.size(), network, report);
 }
 
@@ -554,15 +647,16 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--compressor", opt->compressor, "topk, randk, rtopk, gaussiank, dgc or none")->capture_default_str();
   cmd->add_option("--aggregator", opt->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
   cmd->add_option("--network", opt->network, "none, 1gbe, 10gbe, paper-1gbe or alpha=SECONDS,bw=BITS_PER_SECOND")->capture_default_str();
+  cmd->add_option("--model-network", opt->model_network,
+                  "report the closed-form aggregation cost on this network (as --network) next to a measurement "
+                  "that is not simulated here (a real network, or SimGrid SMPI's)")
+      ->capture_default_str();
   cmd->add_option("--r-factor", opt->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
   cmd->add_option("--iters", opt->iters, "iterations")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "seed of the synthetic gradients and random compressors")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--timeout-ms", opt->timeout_ms, "longest wait for a peer before failing")->capture_default_str();
   cmd->add_flag("!--no-verify", opt->verify, "skip the serial reference check");
   cmd->add_flag("--json", opt->json, "print one JSON object");
-  cmd->add_option("--model-network", opt->model_network,
-                  "report the closed-form aggregation cost on this network (as --network) next to a measurement "
-                  "that is not simulated");
   cmd->add_flag("--ring-allreduce", opt->ring_allreduce,
                 "dense: the library's ring over point-to-point messages even where the transport has its own "
                 "allreduce (MPI); with --network it always is");

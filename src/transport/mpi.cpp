@@ -11,6 +11,22 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+// Under SimGrid SMPI (SPARSGD_SMPI) the ranks are simulated actors and the clock is the
+// simulator's, so the polling of the real transport would distort what is measured: SMPI charges
+// simulated time for every MPI_Test and MPI_Iprobe (configs smpi/test and smpi/iprobe, 0.1 ms a
+// call, and a failing probe sleeps longer each time), the steady_clock deadline runs on the host's
+// time, and sleep_for is turned into simulated sleeps by smpicxx's forced header. So there every
+// wait blocks in MPI_Wait, which suspends the actor until its transfer has finished in simulated
+// time and costs nothing else; a receive is posted before the matching send with a buffer of the
+// largest allowed size (no probe); collectives are the blocking ones (SMPI's nonblocking
+// MPI_Iallreduce sends the whole buffer to every rank, not the ring the cost model assumes). There
+// is no timeout: simulated time cannot run out, and SimGrid itself reports a deadlock.
+#ifdef SPARSGD_SMPI
+constexpr bool kSimulated = true;
+#else
+constexpr bool kSimulated = false;
+#endif
+
 // Polls with a short spin, then sleeps a little between polls so that ranks sharing cores leave
 // them to the ones with work.
 class Poller {
@@ -75,6 +91,10 @@ MpiTransport::~MpiTransport() {
 }
 
 void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Status* status) {
+  if constexpr (kSimulated) {
+    check(MPI_Wait(&request, status), ("MPI_Wait " + what).c_str());
+    return;
+  }
   const auto deadline = clock::now() + timeout();
   Poller poller;
   int done = 0;
@@ -99,6 +119,10 @@ void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Statu
 }
 
 void MpiTransport::barrier() {
+  if constexpr (kSimulated) {
+    check(MPI_Barrier(comm_), "MPI_Barrier");
+    return;
+  }
   MPI_Request request;
   check(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
   wait(request, "in a barrier");
@@ -116,7 +140,30 @@ void MpiTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
   wait(request, "sending to rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
 }
 
+std::size_t MpiTransport::recv_posted_first(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
+                                            const Outgoing* also_send) {
+  buffer.resize(max_bytes);
+  MPI_Request receive, send;
+  check(MPI_Irecv(buffer.data(), static_cast<int>(max_bytes), MPI_BYTE, peer, tag, comm_, &receive), "MPI_Irecv");
+  if (also_send != nullptr) {
+    check(MPI_Isend(also_send->data.data(), static_cast<int>(also_send->data.size()), MPI_BYTE, also_send->peer,
+                    also_send->tag, comm_, &send),
+          "MPI_Isend");
+  }
+  MPI_Status status;
+  check(MPI_Wait(&receive, &status), ("rank " + std::to_string(rank_) + ": receiving at most " +
+                                      std::to_string(max_bytes) + " bytes from rank " + std::to_string(peer) +
+                                      " (tag " + std::to_string(tag) + ")")
+                                         .c_str());
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  buffer.resize(static_cast<std::size_t>(count));
+  if (also_send != nullptr) check(MPI_Wait(&send, MPI_STATUS_IGNORE), "MPI_Wait (send)");
+  return buffer.size();
+}
+
 std::size_t MpiTransport::do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  if constexpr (kSimulated) return recv_posted_first(peer, tag, buffer, max_bytes, nullptr);
   const auto deadline = clock::now() + timeout();
   Poller poller;
   MPI_Status status;
@@ -149,6 +196,10 @@ std::size_t MpiTransport::do_recv(int peer, int tag, std::vector<std::byte>& buf
 
 std::size_t MpiTransport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
                                       int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  if constexpr (kSimulated) {
+    const Outgoing out{send_peer, send_tag, data};
+    return recv_posted_first(recv_peer, recv_tag, buffer, max_bytes, &out);
+  }
   // The receive is posted before the send. A large message goes by rendezvous: the sender waits
   // for the receiver's acknowledgement, which MPI sends when a matching receive is posted. Posted
   // late (after a probe), that acknowledgement can queue behind this rank's own bulk data on the
@@ -182,24 +233,25 @@ std::size_t MpiTransport::do_sendrecv(int send_peer, int send_tag, std::span<con
 }
 
 bool MpiTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {
+  auto allreduce = [this](void* data, std::size_t count, MPI_Datatype type, MPI_Op op, const std::string& what) {
+    if constexpr (kSimulated) {
+      check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op, comm_), "MPI_Allreduce");
+    } else {
+      MPI_Request request;
+      check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op, comm_, &request), "MPI_Iallreduce");
+      wait(request, what);
+    }
+  };
   // MPI_Allreduce with differing counts is undefined behaviour, so agree on the parameters first.
   std::vector<std::uint64_t> low(must_agree.begin(), must_agree.end()), high(low);
-  MPI_Request request;
-  check(MPI_Iallreduce(MPI_IN_PLACE, low.data(), static_cast<int>(low.size()), MPI_UINT64_T, MPI_MIN, comm_, &request),
-        "MPI_Iallreduce");
-  wait(request, "agreeing on the allreduce parameters");
-  check(MPI_Iallreduce(MPI_IN_PLACE, high.data(), static_cast<int>(high.size()), MPI_UINT64_T, MPI_MAX, comm_,
-                       &request),
-        "MPI_Iallreduce");
-  wait(request, "agreeing on the allreduce parameters");
+  allreduce(low.data(), low.size(), MPI_UINT64_T, MPI_MIN, "agreeing on the allreduce parameters");
+  allreduce(high.data(), high.size(), MPI_UINT64_T, MPI_MAX, "agreeing on the allreduce parameters");
   if (low != high) {
     throw TransportError("rank " + std::to_string(rank_) +
                          ": ranks disagree on the dense allreduce's algorithm, n or k (all ranks must use the same)");
   }
-  check(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_FLOAT, MPI_SUM, comm_,
-                       &request),
-        "MPI_Iallreduce");
-  wait(request, "in MPI_Allreduce of " + std::to_string(values.size()) + " floats");
+  allreduce(values.data(), values.size(), MPI_FLOAT, MPI_SUM,
+            "in MPI_Allreduce of " + std::to_string(values.size()) + " floats");
   // Counted as the ring allreduce would send: MPI's own algorithm choice is not visible here.
   const auto p = static_cast<std::uint64_t>(size_);
   const std::uint64_t bytes = p > 1 ? 2 * (p - 1) * values.size() * 4 / p : 0;

@@ -1,5 +1,6 @@
 #include "sparsgd/transport/transport.hpp"
 
+#include <chrono>
 #include <string>
 
 namespace sparsgd::transport {
@@ -36,6 +37,10 @@ std::size_t Transport::sendrecv(int send_peer, int send_tag, std::span<const std
   counters_.bytes_received += bytes;
   counters_.messages_received += 1;
   return bytes;
+}
+
+double Transport::clock_seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::size_t Transport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,

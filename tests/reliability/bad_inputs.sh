@@ -40,7 +40,7 @@ reject comm_network_nan 'alpha|finite' bench comm --workers 2 --n 1000 --network
 reject comm_iters_zero 'iters' bench comm --workers 2 --n 1000 --iters 0
 reject comm_timeout_zero 'timeout' bench comm --workers 2 --n 1000 --timeout-ms 0
 reject comm_model_network_with_network '--model-network is for runs without --network' bench comm --n 100 --network 1gbe --model-network 1gbe
-reject comm_model_network_without_bandwidth '--model-network needs a bandwidth' bench comm --n 100 --model-network none
+reject comm_model_network_unknown 'unknown network' bench comm --n 100 --model-network 3gbe
 reject comm_r_factor_below_one 'r.factor|r_factor' bench comm --workers 2 --n 1000 --compressor rtopk --r-factor 0.5
 
 # The closed-form model.

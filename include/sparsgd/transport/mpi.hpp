@@ -3,6 +3,8 @@
 // MPI_COMM_WORLD or a communicator a C++ user hands it (it works on a duplicate, so its messages
 // never mix with the user's). Every wait polls with a deadline, so a silent peer is a
 // TransportError naming it, never a hang.
+//
+// Built for SimGrid SMPI (SPARSGD_SMPI), every wait blocks in MPI_Wait instead: see mpi.cpp.
 
 #include <mpi.h>
 
@@ -40,6 +42,7 @@ class MpiTransport final : public Transport {
   // MPI has no way to tell the others and carry on: this ends the whole job (MPI_Abort).
   void abort(const std::string& reason) noexcept override;
   bool native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) override;
+  double clock_seconds() const override { return MPI_Wtime(); }
 
  protected:
   void do_send(int peer, int tag, std::span<const std::byte> data) override;
@@ -50,6 +53,14 @@ class MpiTransport final : public Transport {
  private:
   // Polls `request` to completion (its status into `status`, if given); throws on error or timeout.
   void wait(MPI_Request& request, const std::string& what, MPI_Status* status = MPI_STATUS_IGNORE);
+  // SMPI only: posts the receive (into max_bytes), then the optional send, and blocks until done.
+  struct Outgoing {
+    int peer;
+    int tag;
+    std::span<const std::byte> data;
+  };
+  std::size_t recv_posted_first(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
+                                const Outgoing* also_send);
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

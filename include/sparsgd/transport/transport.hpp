@@ -70,6 +70,11 @@ class Transport {
     return false;
   }
 
+  // Seconds on the transport's clock, to time what goes through it. Default: std::steady_clock.
+  // MPI: MPI_Wtime, which under SimGrid SMPI is the simulated clock, shared by every rank, so a
+  // benchmark timed with it reports what the simulated cluster would take.
+  virtual double clock_seconds() const;
+
   // Tells the other workers that this one failed, so that their waits end at once with `reason`
   // instead of a timeout. Best effort; never throws.
   virtual void abort(const std::string& reason) noexcept = 0;
