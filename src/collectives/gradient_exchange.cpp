@@ -38,7 +38,9 @@ const Aggregation& GradientExchange::exchange(std::span<const float> gradient, s
       aggregate_start = clock::now();
       cpu_aggregate_start = transport::thread_cpu_seconds();
     }
+    times_.aggregate_clock_start = transport_.clock_seconds();
     aggregator_->aggregate(transport_, selection_, k_, result_);
+    times_.aggregate_clock_end = transport_.clock_seconds();
     const auto done = clock::now();
     const double cpu_commit = transport::thread_cpu_seconds();
     times_.aggregate_cpu_seconds = cpu_commit - cpu_aggregate_start;

@@ -27,6 +27,9 @@ struct ExchangeConfig {
 struct ExchangeTimes {
   double compress_seconds = 0.0;   // accumulate + select (wall clock)
   double aggregate_seconds = 0.0;  // the collective (wall clock; after the barrier, if configured)
+  // The same span on the transport's clock (MPI_Wtime under MPI, so SimGrid SMPI's simulated time).
+  double aggregate_clock_start = 0.0;
+  double aggregate_clock_end = 0.0;
   double compress_cpu_seconds = 0.0;  // accumulate + select, thread CPU time
   double aggregate_cpu_seconds = 0.0;  // merges, encoding, validation inside the collective
   double feedback_cpu_seconds = 0.0;  // residual update after aggregation, thread CPU time

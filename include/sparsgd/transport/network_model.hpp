@@ -44,6 +44,7 @@ class SimulatedNetwork final : public Transport {
   void barrier() override;
   void abort(const std::string& reason) noexcept override { inner_.abort(reason); }
   bool aborted() const override { return inner_.aborted(); }
+  double clock_seconds() const override { return inner_.clock_seconds(); }
 
   // The virtual clock in seconds, after charging the compute time since the last call.
   double now();
