@@ -15,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sanitizer-env.sh
+export ASAN_OPTIONS=${ASAN_OPTIONS:-$asan_options}
 
 seconds=30
 merge=0

@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sanitizer-env.sh
+export ASAN_OPTIONS=${ASAN_OPTIONS:-$asan_options:detect_stack_use_after_return=1}
 
 which=${1:-all}
 case "$which" in all | asan | tsan) ;; *) echo "usage: $0 [asan|tsan]" >&2; exit 2 ;; esac
