@@ -17,12 +17,12 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 failed=0
 
-# Runs test binaries two at a time (the longest first) and reports each; on failure shows the end
-# of its output, where the sanitizer report is.
+# Runs test binaries, as many at once as there are cores (counting a build running beside them), the
+# longest first, and reports each; on failure shows the end of its output, where the report is.
 run_tests() {
   local label=$1 dir=$2
   shift 2
-  local names=()
+  local pids=()
   for t in "$@"; do
     (
       start=$SECONDS
@@ -30,11 +30,11 @@ run_tests() {
       "${runner[@]}" "$dir/tests/$t" --gtest_brief=1 >"$logs/$label-$t.log" 2>&1 || rc=$?
       echo "$rc $((SECONDS - start))" >"$logs/$label-$t.rc"
     ) &
-    names+=("$t")
+    pids+=($!)
     while (($(jobs -rp | wc -l) >= ncpu)); do wait -n || true; done
   done
-  wait
-  for t in "${names[@]}"; do
+  wait "${pids[@]}"
+  for t in "$@"; do
     read -r rc secs <"$logs/$label-$t.rc"
     if [ "$rc" -eq 0 ]; then
       echo "sanitize: $label $t clean ($(grep -Eo '[0-9]+ tests? from [0-9]+ test suites? ran' "$logs/$label-$t.log" | head -1), ${secs} s)"
@@ -46,31 +46,51 @@ run_tests() {
   done
 }
 
-if [ "$which" != tsan ]; then
-  require_clang sanitize
-  start=$SECONDS
+asan_tests=(select_tests collectives_tests compress_tests core_tests transport_tests)
+tsan_tests=(collectives_tests transport_tests)
+
+build_asan() {
+  local start=$SECONDS
   configure_asan
-  asan_tests=(select_tests collectives_tests compress_tests core_tests transport_tests)
   cmake --build "$asan_dir" -j"$ncpu" --target "${asan_tests[@]}" >"$logs/asan-build.log" 2>&1 ||
     { tail -n 80 "$logs/asan-build.log"; exit 1; }
   echo "sanitize: address;undefined build in $asan_dir: $((SECONDS - start)) s"
+}
+
+# GCC for ThreadSanitizer: its TSan build of the library is quicker than clang's, and it checks the
+# code with a second compiler's instrumentation. Writes its status and time to $logs/tsan-build.rc.
+build_tsan() {
+  local start=$SECONDS rc=0
+  mkdir -p "$tsan_dir"
+  { cmake -S . -B "$tsan_dir" -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DSPARSGD_SANITIZE=thread \
+      -DSPARSGD_WITH_TORCH=OFF -DSPARSGD_WITH_MPI=OFF -DSPARSGD_BUILD_CLI=OFF &&
+    cmake --build "$tsan_dir" -j"$ncpu" --target "${tsan_tests[@]}"; } >"$logs/tsan-build.log" 2>&1 || rc=$?
+  echo "$rc $((SECONDS - start))" >"$logs/tsan-build.rc"
+}
+
+if [ "$which" != tsan ]; then
+  require_clang sanitize
+  build_asan
+fi
+# The thread build goes on beside the address tests: those leave a core idle most of the time.
+tsan_build=
+if [ "$which" != asan ]; then
+  build_tsan &
+  tsan_build=$!
+fi
+if [ "$which" != tsan ]; then
   runner=()
   run_tests "address;undefined" "$asan_dir" "${asan_tests[@]}"
 fi
-
 if [ "$which" != asan ]; then
-  # GCC here: its TSan build of the library is quicker than clang's, and it checks the code with a
-  # second compiler's instrumentation.
-  start=$SECONDS
-  mkdir -p "$tsan_dir"
-  cmake -S . -B "$tsan_dir" -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DSPARSGD_SANITIZE=thread \
-    -DSPARSGD_WITH_TORCH=OFF -DSPARSGD_WITH_MPI=OFF -DSPARSGD_BUILD_CLI=OFF >"$tsan_dir/configure.log" 2>&1 ||
-    { cat "$tsan_dir/configure.log"; exit 1; }
-  tsan_tests=(collectives_tests transport_tests)
-  cmake --build "$tsan_dir" -j"$ncpu" --target "${tsan_tests[@]}" >"$logs/tsan-build.log" 2>&1 ||
-    { tail -n 80 "$logs/tsan-build.log"; exit 1; }
-  echo "sanitize: thread build in $tsan_dir: $((SECONDS - start)) s"
+  wait "$tsan_build"
+  read -r rc secs <"$logs/tsan-build.rc"
+  if [ "$rc" -ne 0 ]; then
+    tail -n 80 "$logs/tsan-build.log"
+    exit 1
+  fi
+  echo "sanitize: thread build in $tsan_dir: $secs s (beside the address tests)"
   # TSan needs a fixed memory layout, which address-space randomization with many bits (newer
   # kernels' vm.mmap_rnd_bits = 32) breaks ("unexpected memory mapping"): run without it where
   # the kernel lets us.
