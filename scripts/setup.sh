@@ -17,6 +17,8 @@ packages=(
   zlib1g-dev
   dataset-fashion-mnist # Fashion-MNIST (gzipped IDX) for the torch layer's loader and training
   gnuplot-nox           # the PNG plots of training runs
+  clang libclang-rt-14-dev  # scripts/sanitize.sh and scripts/fuzz.sh: AddressSanitizer, UBSan and libFuzzer
+  llvm-14               # llvm-symbolizer: function names and lines in sanitizer reports
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -135,6 +135,11 @@ void decode_sparse(std::span<const std::byte> message, const Expectation& expect
     if (!std::isfinite(val[i])) fail(expect, "non-finite value at index " + std::to_string(idx[i]));
   }
   const std::byte* m = p + 8 * count;
+  // encode_sparse leaves the bits past the mask's end in its last byte zero; refusing anything else
+  // catches corruption there and keeps the format canonical (one message, one byte string).
+  if (h.extra % 8 != 0 && (std::to_integer<unsigned>(m[h.extra / 8]) >> (h.extra % 8)) != 0) {
+    fail(expect, "mask padding bits set after the " + std::to_string(h.extra) + " mask bits");
+  }
   mask.resize(h.extra);
   for (std::size_t b = 0; b < h.extra; ++b) mask[b] = static_cast<std::uint8_t>((std::to_integer<unsigned>(m[b / 8]) >> (b % 8)) & 1u);
 }

@@ -100,5 +100,23 @@ TEST(CheckpointBytes, DecodeRefusesDuplicateSectionsAndHugeCounts) {
   EXPECT_THROW(decode_checkpoint(std::as_bytes(std::span(dup.data(), dup.size())), "mem"), InvalidData);
 }
 
+// Empty sections (the mlp has no batch-norm buffers) decode to empty vectors. Decoding them used
+// to call memcpy with the empty vector's null data pointer: undefined behaviour that UBSan reports
+// (found by fuzz_checkpoint; scripts/sanitize.sh runs this test under UBSan).
+TEST(CheckpointBytes, EmptySectionsRoundTrip) {
+  Checkpoint c;
+  c.floats["buffers"] = {};
+  c.doubles["d"] = {};
+  c.integers["i"] = {};
+  c.texts[""] = "";
+  const std::string bytes = encode_checkpoint(c);
+  const Checkpoint r = decode_checkpoint(std::as_bytes(std::span(bytes.data(), bytes.size())), "mem");
+  EXPECT_TRUE(r.float_section("buffers").empty());
+  EXPECT_TRUE(r.double_section("d").empty());
+  EXPECT_TRUE(r.integer_section("i").empty());
+  EXPECT_EQ(r.text_section(""), "");
+  EXPECT_EQ(encode_checkpoint(r), bytes);
+}
+
 }  // namespace
 }  // namespace sparsgd

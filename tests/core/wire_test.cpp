@@ -80,6 +80,28 @@ TEST(Wire, RejectsMalformedSparseMessages) {
   expect_error(lying, "truncated");
 }
 
+// Found by fuzz_wire: the unused bits of the mask's last byte were ignored, so a corrupted byte
+// there went unnoticed and two byte strings decoded to the same message.
+TEST(Wire, RejectsMaskPaddingBits) {
+  auto msg = message({1, 5, 99}, {1.5f, -2.0f, 0.0f}, 3, 100, 4, {1, 0, 1});
+  expect_error([&] {
+    auto bad = msg;
+    bad.back() |= std::byte{0x08};  // bit 3 of a 3-bit mask
+    return bad;
+  }(), "mask padding bits", 3);
+  msg.back() |= std::byte{0x02};  // bit 1 lies inside the mask: another valid mask
+  SparseVector out;
+  std::vector<std::uint8_t> mask;
+  decode_sparse(msg, kExpect, out, mask, 3);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 1, 1}));
+  // A mask that fills its last byte has no padding to check.
+  const auto full = message({1, 2, 3, 4}, {1, 2, 3, 4}, 3, 100, 4, {1, 1, 1, 1, 1, 1, 1, 1});
+  Expectation e = kExpect;
+  e.capacity = 8;
+  decode_sparse(full, e, out, mask, 8);
+  EXPECT_EQ(mask, std::vector<std::uint8_t>(8, 1));
+}
+
 TEST(Wire, DenseRoundTripAndErrors) {
   std::vector<std::byte> msg;
   const std::vector<float> values = {1.0f, 2.0f, 3.0f};

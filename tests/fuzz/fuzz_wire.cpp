@@ -1,0 +1,116 @@
+// libFuzzer target for the wire decoder (core/wire.hpp): every message a rank receives from a peer
+// goes through sparse_message_length, decode_sparse or decode_dense, so they must refuse any byte
+// string with a WireError and never read out of bounds, allocate without bound or hand back
+// something that violates the format. The input layout is in wire_input.hpp.
+//
+// Only WireError is caught: any other exception escapes, terminates and counts as a crash. On
+// success the decoded message is checked against the format (indices ascending and < n, values
+// finite, count within capacity, mask of 0/1 bits) and encoded again, which must give back the very
+// same bytes: the decoder accepts exactly the encoder's output, nothing more lenient.
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "sparsgd/core/wire.hpp"
+#include "wire_input.hpp"
+
+namespace sparsgd::fuzz {
+namespace {
+
+#define FUZZ_REQUIRE(cond)                                                                   \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      std::fprintf(stderr, "fuzz_wire: invariant violated at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                          \
+    }                                                                                        \
+  } while (0)
+
+bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+// Checks a message that decode_sparse accepted.
+void check_sparse(std::span<const std::byte> message, const wire::Expectation& e, std::size_t expected_mask_bits,
+                  const SparseVector& out, const std::vector<std::uint8_t>& mask) {
+  FUZZ_REQUIRE(out.dim == e.n);
+  FUZZ_REQUIRE(out.indices.size() == out.values.size());
+  FUZZ_REQUIRE(out.size() <= e.capacity);
+  FUZZ_REQUIRE(mask.size() <= e.capacity);
+  if (expected_mask_bits != SIZE_MAX) FUZZ_REQUIRE(mask.size() == expected_mask_bits);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    FUZZ_REQUIRE(out.indices[i] < e.n);
+    FUZZ_REQUIRE(i == 0 || out.indices[i] > out.indices[i - 1]);
+    FUZZ_REQUIRE(std::isfinite(out.values[i]));
+  }
+  for (const std::uint8_t bit : mask) FUZZ_REQUIRE(bit <= 1);
+  FUZZ_REQUIRE(message.size() == wire::sparse_message_bytes(out.size(), mask.size()));
+  // The length function must agree with the decoder on a message the decoder accepted.
+  FUZZ_REQUIRE(wire::sparse_message_length(message, e) == message.size());
+  std::vector<std::byte> again;
+  wire::encode_sparse(e.algorithm, e.n, e.k, out.indices, out.values, mask, again);
+  FUZZ_REQUIRE(same_bytes(again, message));
+}
+
+void decode_one_sparse(std::span<const std::byte> message, const wire::Expectation& e, std::size_t expected_mask_bits) {
+  SparseVector out;
+  std::vector<std::uint8_t> mask;
+  try {
+    wire::decode_sparse(message, e, out, mask, expected_mask_bits);
+  } catch (const wire::WireError&) {
+    return;
+  }
+  check_sparse(message, e, expected_mask_bits, out, mask);
+}
+
+// As allgather does: the input is several messages back to back, split by their headers.
+void stream(std::span<const std::byte> bytes, const wire::Expectation& e) {
+  std::span<const std::byte> rest = bytes;
+  while (!rest.empty()) {
+    std::size_t length = 0;
+    try {
+      length = wire::sparse_message_length(rest, e);
+    } catch (const wire::WireError&) {
+      return;
+    }
+    FUZZ_REQUIRE(length >= wire::kHeaderBytes && length <= rest.size());
+    decode_one_sparse(rest.first(length), e, SIZE_MAX);
+    decode_one_sparse(rest.first(length), e, 0);  // what allgather asks for: no mask
+    rest = rest.subspan(length);
+  }
+}
+
+void dense(std::span<const std::byte> message, const wire::Expectation& e, std::size_t expected_count) {
+  // Exactly expected_count floats, so AddressSanitizer sees any write past the end.
+  std::vector<float> values(expected_count);
+  std::uint32_t extra = 0;
+  try {
+    extra = wire::decode_dense(message, e, expected_count, values);
+  } catch (const wire::WireError&) {
+    return;
+  }
+  FUZZ_REQUIRE(expected_count <= e.capacity);
+  for (const float v : values) FUZZ_REQUIRE(std::isfinite(v));
+  std::vector<std::byte> again;
+  wire::encode_dense(e.algorithm, e.n, e.k, values, extra, again);
+  FUZZ_REQUIRE(same_bytes(again, message));
+}
+
+}  // namespace
+}  // namespace sparsgd::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace sparsgd::fuzz;
+  WireCase c;
+  if (!parse_wire_case(data, size, c)) return 0;
+  switch (c.mode) {
+    case Mode::kStream: stream(c.message, c.expect); break;
+    case Mode::kSparse: decode_one_sparse(c.message, c.expect, SIZE_MAX); break;
+    case Mode::kSparseMask: decode_one_sparse(c.message, c.expect, c.expected); break;
+    case Mode::kDense: dense(c.message, c.expect, c.expected); break;
+  }
+  return 0;
+}
