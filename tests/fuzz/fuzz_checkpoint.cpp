@@ -18,19 +18,12 @@
 #include <vector>
 
 #include "checkpoint_input.hpp"
+#include "invariant.hpp"
 #include "sparsgd/core/checkpoint.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::fuzz {
 namespace {
-
-#define FUZZ_REQUIRE(cond)                                                                         \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      std::fprintf(stderr, "fuzz_checkpoint: invariant violated at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                                \
-    }                                                                                              \
-  } while (0)
 
 // Bitwise equality of two maps of vectors (operator== would call NaN != NaN).
 template <typename Map>

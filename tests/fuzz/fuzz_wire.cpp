@@ -15,19 +15,12 @@
 #include <cstring>
 #include <vector>
 
+#include "invariant.hpp"
 #include "sparsgd/core/wire.hpp"
 #include "wire_input.hpp"
 
 namespace sparsgd::fuzz {
 namespace {
-
-#define FUZZ_REQUIRE(cond)                                                                   \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::fprintf(stderr, "fuzz_wire: invariant violated at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                          \
-    }                                                                                        \
-  } while (0)
 
 bool same_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
