@@ -140,25 +140,41 @@ void MpiTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
   wait(request, "sending to rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
 }
 
+// The receive is posted before the send. A large message goes by rendezvous: the sender waits for
+// the receiver's acknowledgement, which MPI sends when a matching receive is posted. Posted late
+// (after a probe), that acknowledgement can queue behind this rank's own bulk data on the
+// connection both directions share, and the two halves of the exchange then run one after the
+// other instead of together (seen on tbf-shaped TCP links: a ring step took twice its time).
 std::size_t MpiTransport::recv_posted_first(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
                                             const Outgoing* also_send) {
+  if (max_bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw TransportError("rank " + std::to_string(rank_) + ": a message of up to " + std::to_string(max_bytes) +
+                         " bytes does not fit an MPI count");
+  }
   buffer.resize(max_bytes);
-  MPI_Request receive, send;
+  MPI_Request receive;
   check(MPI_Irecv(buffer.data(), static_cast<int>(max_bytes), MPI_BYTE, peer, tag, comm_, &receive), "MPI_Irecv");
+  MPI_Request send = MPI_REQUEST_NULL;
   if (also_send != nullptr) {
-    check(MPI_Isend(also_send->data.data(), static_cast<int>(also_send->data.size()), MPI_BYTE, also_send->peer,
-                    also_send->tag, comm_, &send),
-          "MPI_Isend");
+    const int sent = MPI_Isend(also_send->data.data(), static_cast<int>(also_send->data.size()), MPI_BYTE,
+                               also_send->peer, also_send->tag, comm_, &send);
+    if (sent != MPI_SUCCESS) {
+      MPI_Cancel(&receive);
+      MPI_Request_free(&receive);
+      check(sent, "MPI_Isend");
+    }
   }
   MPI_Status status;
-  check(MPI_Wait(&receive, &status), ("rank " + std::to_string(rank_) + ": receiving at most " +
-                                      std::to_string(max_bytes) + " bytes from rank " + std::to_string(peer) +
-                                      " (tag " + std::to_string(tag) + ")")
-                                         .c_str());
+  wait(receive,
+       "waiting for a message from rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ", at most " +
+           std::to_string(max_bytes) + " bytes)",
+       &status);
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   buffer.resize(static_cast<std::size_t>(count));
-  if (also_send != nullptr) check(MPI_Wait(&send, MPI_STATUS_IGNORE), "MPI_Wait (send)");
+  if (also_send != nullptr) {
+    wait(send, "sending to rank " + std::to_string(also_send->peer) + " (tag " + std::to_string(also_send->tag) + ")");
+  }
   return buffer.size();
 }
 
@@ -196,40 +212,8 @@ std::size_t MpiTransport::do_recv(int peer, int tag, std::vector<std::byte>& buf
 
 std::size_t MpiTransport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
                                       int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
-  if constexpr (kSimulated) {
-    const Outgoing out{send_peer, send_tag, data};
-    return recv_posted_first(recv_peer, recv_tag, buffer, max_bytes, &out);
-  }
-  // The receive is posted before the send. A large message goes by rendezvous: the sender waits
-  // for the receiver's acknowledgement, which MPI sends when a matching receive is posted. Posted
-  // late (after a probe), that acknowledgement can queue behind this rank's own bulk data on the
-  // connection both directions share, and the two halves of the exchange then run one after the
-  // other instead of together (seen on tbf-shaped TCP links: a ring step took twice its time).
-  if (max_bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    throw TransportError("rank " + std::to_string(rank_) + ": a message of up to " + std::to_string(max_bytes) +
-                         " bytes does not fit an MPI count");
-  }
-  buffer.resize(max_bytes);
-  MPI_Request receive;
-  check(MPI_Irecv(buffer.data(), static_cast<int>(max_bytes), MPI_BYTE, recv_peer, recv_tag, comm_, &receive),
-        "MPI_Irecv");
-  MPI_Request request;
-  const int sent = MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, send_peer, send_tag, comm_, &request);
-  if (sent != MPI_SUCCESS) {
-    MPI_Cancel(&receive);
-    MPI_Request_free(&receive);
-    check(sent, "MPI_Isend");
-  }
-  MPI_Status status;
-  wait(receive,
-       "waiting for a message from rank " + std::to_string(recv_peer) + " (tag " + std::to_string(recv_tag) +
-           ", at most " + std::to_string(max_bytes) + " bytes)",
-       &status);
-  int count = 0;
-  MPI_Get_count(&status, MPI_BYTE, &count);
-  buffer.resize(static_cast<std::size_t>(count));
-  wait(request, "sending to rank " + std::to_string(send_peer) + " (tag " + std::to_string(send_tag) + ")");
-  return buffer.size();
+  const Outgoing out{send_peer, send_tag, data};
+  return recv_posted_first(recv_peer, recv_tag, buffer, max_bytes, &out);
 }
 
 bool MpiTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {

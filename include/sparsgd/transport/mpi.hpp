@@ -53,7 +53,8 @@ class MpiTransport final : public Transport {
  private:
   // Polls `request` to completion (its status into `status`, if given); throws on error or timeout.
   void wait(MPI_Request& request, const std::string& what, MPI_Status* status = MPI_STATUS_IGNORE);
-  // SMPI only: posts the receive (into max_bytes), then the optional send, and blocks until done.
+  // Posts the receive (into max_bytes), then the optional send, and waits for both: sendrecv, and
+  // under SMPI every receive (no probe there: it would cost simulated time).
   struct Outgoing {
     int peer;
     int tag;
