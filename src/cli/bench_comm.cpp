@@ -28,6 +28,7 @@
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/transport/local.hpp"
 #include "sparsgd/transport/network_model.hpp"
+#include "sparsgd/transport/wrapper.hpp"
 
 namespace sparsgd::cli {
 namespace {
@@ -52,18 +53,13 @@ struct CommOptions {
 
 // Forwards everything but the transport's own allreduce, so that dense runs the library's ring over
 // point-to-point messages (what the closed form describes) also without a simulated network.
-class PointToPointOnly final : public transport::Transport {
+class PointToPointOnly final : public transport::TransportWrapper {
  public:
-  explicit PointToPointOnly(transport::Transport& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
+  using TransportWrapper::TransportWrapper;
   void barrier() override {
     inner_.set_timeout(timeout());
     inner_.barrier();
   }
-  void abort(const std::string& reason) noexcept override { inner_.abort(reason); }
-  bool aborted() const override { return inner_.aborted(); }
-  double clock_seconds() const override { return inner_.clock_seconds(); }
 
  protected:
   void do_send(int peer, int tag, std::span<const std::byte> data) override {
@@ -79,9 +75,6 @@ class PointToPointOnly final : public transport::Transport {
     inner_.set_timeout(timeout());
     return inner_.sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes);
   }
-
- private:
-  transport::Transport& inner_;
 };
 
 // What one worker measured and produced.
@@ -361,8 +354,8 @@ double median_aggregation_ms(const Report& r) {
   return median(span);
 }
 
-// The same span on the transport's clock: from the last worker starting the exchange to the last
-// one done. Under SimGrid SMPI with smpi/simulate-computation:no, compression and the residual
+// The aggregation on the transport's clock: from the last worker starting it to the last one
+// holding the sum. Under SimGrid SMPI with smpi/simulate-computation:no, compression and the residual
 // update take no simulated time, so this is the simulated cluster's communication alone.
 double median_clock_ms(const Report& r) {
   const auto start = max_per_iteration(r.clock_start_s);
@@ -458,7 +451,6 @@ void validate_options(const CommOptions& o) {
   }
   SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
                   "unknown transport '" << o.transport << "' (expected local or mpi)");
-  transport::parse_network(o.model_network);
 }
 
 void run_local(const CommOptions& o, const transport::NetworkSpec& network) {

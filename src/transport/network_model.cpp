@@ -46,7 +46,7 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-SimulatedNetwork::SimulatedNetwork(Transport& inner, NetworkSpec spec) : inner_(inner), spec_(std::move(spec)) {
+SimulatedNetwork::SimulatedNetwork(Transport& inner, NetworkSpec spec) : TransportWrapper(inner), spec_(std::move(spec)) {
   SPARSGD_ENFORCE(spec_.enabled(), "SimulatedNetwork needs a network with a bandwidth");
   set_timeout(inner.timeout());
   mark_compute();

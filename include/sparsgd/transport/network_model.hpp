@@ -15,6 +15,7 @@
 #include <string>
 
 #include "sparsgd/transport/transport.hpp"
+#include "sparsgd/transport/wrapper.hpp"
 
 namespace sparsgd::transport {
 
@@ -35,16 +36,11 @@ NetworkSpec parse_network(const std::string& spec);
 // Thread CPU time of the calling thread, in seconds.
 double thread_cpu_seconds();
 
-class SimulatedNetwork final : public Transport {
+class SimulatedNetwork final : public TransportWrapper {
  public:
   SimulatedNetwork(Transport& inner, NetworkSpec spec);
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
   // Synchronizes with the inner transport; the virtual clocks are left as they are.
   void barrier() override;
-  void abort(const std::string& reason) noexcept override { inner_.abort(reason); }
-  bool aborted() const override { return inner_.aborted(); }
-  double clock_seconds() const override { return inner_.clock_seconds(); }
 
   // The virtual clock in seconds, after charging the compute time since the last call.
   double now();
@@ -54,7 +50,6 @@ class SimulatedNetwork final : public Transport {
   // Sets the clock (for instance to the maximum over workers at an iteration boundary).
   void set_clock(double seconds);
   const NetworkSpec& spec() const { return spec_; }
-  Transport& inner() { return inner_; }
 
  protected:
   void do_send(int peer, int tag, std::span<const std::byte> data) override;
@@ -70,7 +65,6 @@ class SimulatedNetwork final : public Transport {
   std::size_t unframe_incoming(int peer, std::vector<std::byte>& buffer, std::size_t framed);
   void charge_compute();
   void mark_compute();
-  Transport& inner_;
   NetworkSpec spec_;
   double clock_ = 0.0;
   double link_free_ = 0.0;
