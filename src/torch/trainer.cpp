@@ -188,12 +188,17 @@ void note_problem(std::string& problems, const char* what) {
   problems.append(what);
 }
 
-ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig& c, int workers,
+// A rank's checkpoint file in DIR/checkpoints, or the one it replaced.
+std::string checkpoint_file(int rank, bool previous) {
+  return "rank-" + std::to_string(rank) + (previous ? ".prev.ckpt" : ".ckpt");
+}
+
+ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig& c,
                                   const std::string& expected_fingerprint) {
   const int p = base.size();
   const int rank = base.rank();
   const fs::path dir = fs::path(c.resume_dir) / "checkpoints";
-  const std::string files[2] = {"rank-" + std::to_string(rank) + ".ckpt", "rank-" + std::to_string(rank) + ".prev.ckpt"};
+  const std::string files[2] = {checkpoint_file(rank, false), checkpoint_file(rank, true)};
   std::vector<std::pair<std::uint64_t, Checkpoint>> usable;
   std::string problems;
   for (const auto& file : files) {
@@ -222,30 +227,27 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
     slots[2 * static_cast<std::size_t>(rank) + i] = static_cast<double>(usable[i].first) + 1.0;
   }
   collectives::allreduce_sum(base, slots);
+  const auto slot = [&slots](int r, int i) { return slots[2 * static_cast<std::size_t>(r) + static_cast<std::size_t>(i)]; };
   std::optional<std::uint64_t> common;
   std::ostringstream held;
   for (int r = 0; r < p; ++r) {
     held << (r ? "; " : "") << "rank " << r << ":";
     for (int i = 0; i < 2; ++i) {
-      if (slots[2 * static_cast<std::size_t>(r) + static_cast<std::size_t>(i)] > 0) {
-        held << ' ' << static_cast<std::uint64_t>(slots[2 * static_cast<std::size_t>(r) + static_cast<std::size_t>(i)] - 1);
-      }
+      if (slot(r, i) > 0) held << ' ' << static_cast<std::uint64_t>(slot(r, i) - 1);
     }
   }
   for (int i = 0; i < 2; ++i) {
-    const double candidate = slots[static_cast<std::size_t>(i)];  // rank 0's
+    const double candidate = slot(0, i);
     if (candidate <= 0) continue;
     bool everywhere = true;
-    for (int r = 1; r < p && everywhere; ++r) {
-      everywhere = slots[2 * static_cast<std::size_t>(r)] == candidate || slots[2 * static_cast<std::size_t>(r) + 1] == candidate;
-    }
+    for (int r = 1; r < p && everywhere; ++r) everywhere = slot(r, 0) == candidate || slot(r, 1) == candidate;
     if (everywhere && (!common || static_cast<std::uint64_t>(candidate - 1) > *common)) {
       common = static_cast<std::uint64_t>(candidate - 1);
     }
   }
   if (!common) {
     std::ostringstream message;
-    message << "cannot resume from " << c.resume_dir << " with " << workers
+    message << "cannot resume from " << c.resume_dir << " with " << p
             << " workers: no iteration has a complete checkpoint on every rank (iterations held: " << held.str() << ")";
     if (!problems.empty()) message << "; rank " << rank << ": " << problems;
     throw InvalidData(message.str());
@@ -352,10 +354,10 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   std::uint64_t bytes_total = 0;
   std::vector<EpochResult> history;
   const fs::path out_dir = c.out_dir;
-  const std::string rank_file = "rank-" + std::to_string(rank) + ".ckpt";
-  const std::string previous_rank_file = "rank-" + std::to_string(rank) + ".prev.ckpt";
+  const std::string rank_file = checkpoint_file(rank, false);
+  const std::string previous_rank_file = checkpoint_file(rank, true);
   if (!c.resume_dir.empty()) {
-    const ResumePoint point = agree_on_resume_point(base, c, p, fingerprint(c, p));
+    const ResumePoint point = agree_on_resume_point(base, c, fingerprint(c, p));
     if (!point.warning.empty()) std::fprintf(stderr, "sparsgd: warning: %s\n", point.warning.c_str());
     const Checkpoint& ckpt = point.checkpoint;
     std::vector<float> values = ckpt.float_section("parameters");
