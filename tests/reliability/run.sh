@@ -62,12 +62,11 @@ reject() {
   fi
 }
 
-# expect_fault NAME STATUS REGEX SECONDS COMMAND...: a fault injected into a run; the run must end
-# with exit status STATUS ("nonzero" for any failure), stderr+stdout matching REGEX, within SECONDS.
-expect_fault() {
+# expect_run NAME STATUS REGEX SECONDS COMMAND...: the run must end with exit status STATUS
+# ("nonzero" for any failure), stderr+stdout matching REGEX, within SECONDS.
+expect_run() {
   local name=$1 want=$2 regex=$3 limit=$4
   shift 4
-  faults=$((faults + 1))
   local log="$work/$name.log" start=$SECONDS
   timeout $((limit + 30)) "$@" >"$log" 2>&1 </dev/null
   local status=$? took=$((SECONDS - start))
@@ -82,6 +81,12 @@ expect_fault() {
   else
     pass "$name (${took}s)"
   fi
+}
+
+# expect_fault ...: expect_run for a run with a fault injected into it (counted as one).
+expect_fault() {
+  faults=$((faults + 1))
+  expect_run "$@"
 }
 
 # json_field FILE FIELD: a top-level number or boolean of a one-line JSON summary.
@@ -117,8 +122,7 @@ if with_torch; then
   expect_fault checkpoint.resume_after_torn_write 0 '"resumed":true,"resumed_at":10' 120 \
     "${ckpt[@]}" --resume "$work/torn" --json
   # A finished run with checkpoints at 5, 10, ..., 25; then rank 1's newest one is corrupted.
-  expect_fault checkpoint.complete_run 0 '"iterations":30' 120 "${ckpt[@]}" --json --out "$work/flip"
-  faults=$((faults - 1))  # not a fault: the run the next faults damage
+  expect_run checkpoint.complete_run 0 '"iterations":30' 120 "${ckpt[@]}" --json --out "$work/flip"
   printf '\x55' | dd of="$work/flip/checkpoints/rank-1.ckpt" bs=1 seek=100 conv=notrunc status=none
   expect_fault checkpoint.corrupt_newest_falls_back 0 'checksum mismatch.*|resumes from its previous checkpoint \(iteration 20\)' 120 \
     "${ckpt[@]}" --resume "$work/flip" --json
