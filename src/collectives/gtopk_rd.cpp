@@ -47,8 +47,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
     }
 
     current_ = local;
-    own_.position.resize(local.size());
-    for (std::size_t i = 0; i < local.size(); ++i) own_.position[i] = static_cast<std::int32_t>(i);
+    own_.start(local.size());
     const bool has_folded = r < extras;
     if (has_folded) {
       t.recv(r + p2, kFoldTag, message_, wire::sparse_message_bytes(capacity));
@@ -70,12 +69,12 @@ class GtopkRecursiveDoubling final : public Aggregator {
       if (has_folded) folded_.follow(own_moves_);
       std::swap(current_, merged_);
     }
-    out.sum = current_;
+    std::swap(out.sum, current_);  // current_ is scratch: take its buffers rather than copy them
     out.consumed.resize(local.size());
-    for (std::size_t i = 0; i < local.size(); ++i) out.consumed[i] = own_.position[i] != kDropped ? 1 : 0;
+    mark_live(own_.position, out.consumed.data());
     if (has_folded) {
       folded_mask_.resize(folded_.position.size());
-      for (std::size_t b = 0; b < folded_mask_.size(); ++b) folded_mask_[b] = folded_.position[b] != kDropped ? 1 : 0;
+      mark_live(folded_.position, folded_mask_.data());
       wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, folded_mask_, message_);
       t.send(r + p2, kUnfoldTag, message_);
     }

@@ -34,8 +34,7 @@ class GtopkTree final : public Aggregator {
     const auto k32 = static_cast<std::uint32_t>(k);
 
     current_ = local;
-    own_.position.resize(local.size());
-    for (std::size_t i = 0; i < local.size(); ++i) own_.position[i] = static_cast<std::int32_t>(i);
+    own_.start(local.size());
     children_.clear();
     int parent = -1;
     for (int mask = 1; mask < p; mask <<= 1) {

@@ -1,82 +1,171 @@
 #include "collectives/sparse_merge.hpp"
 
 #include <algorithm>
+#include <limits>
 
+#include "collectives/merge_kernels.hpp"
+#include "sparsgd/core/error.hpp"
 #include "sparsgd/select/magnitude.hpp"
+#include "sparsgd/select/topk.hpp"
 
 namespace sparsgd::collectives {
+namespace {
 
-void TopkMerger::merge(const SparseVector& own, const SparseVector& incoming, std::size_t k, SparseVector& out,
+constexpr std::uint32_t kSentinel = std::numeric_limits<std::uint32_t>::max();  // above any index < n <= 2^32 - 1
+
+// Selection keys are magnitude keys plus one, so that key 0 can mark an entry that must not be
+// selected (the incoming copy of a shared index, whose value the own copy already holds).
+constexpr std::uint32_t kExcluded = 0;
+std::uint32_t selection_key(float value) { return select::magnitude_key(value) + 1; }
+
+void resize_for_compaction(TopkMerger::Survivors& s, std::size_t n) {
+  const std::size_t slots = n + kCompactPadding + 1;
+  if (s.indices.size() < slots) {
+    s.indices.resize(slots);
+    s.positions.resize(slots);
+    s.values.resize(slots);
+  }
+}
+
+// Position in `a` where the output's first `t` entries end, for a merge of the disjoint ascending
+// arrays a and b: the smallest split with every a[< split] and b[< t - split] below the rest.
+std::size_t co_rank(const std::uint32_t* a, std::size_t na, const std::uint32_t* b, std::size_t nb, std::size_t t) {
+  std::size_t lo = t > nb ? t - nb : 0;
+  std::size_t hi = std::min(t, na);
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < b[t - mid - 1]) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Merges two sides' survivors (disjoint indices, each ascending and followed by kSentinel) into
+// out[0..m), recording each entry's output position in a_slot / b_slot (slot a_dummy / b_dummy
+// absorbs the write of the side not taken). A branch-free merge is bound by the latency of its
+// loop-carried chain (load, compare, advance), so the output is cut in two by co-rank and two
+// independent chains advance in one loop (more chains run out of registers). At the first range's
+// end the second range's first entries act as sentinels: they exceed everything left in the first.
+// Values move as bit patterns so that the selects compile to conditional moves, not branches.
+void merge_by_index(const TopkMerger::Survivors& a, std::size_t na, const TopkMerger::Survivors& b, std::size_t nb,
+                    std::size_t m, std::uint32_t* out_indices, float* out_values, std::int32_t* a_slot,
+                    std::int32_t* b_slot, std::uint32_t a_dummy, std::uint32_t b_dummy) {
+  const std::uint32_t* ai = a.indices.data();
+  const std::uint32_t* bi = b.indices.data();
+  const auto* av = reinterpret_cast<const std::uint32_t*>(a.values.data());
+  const auto* bv = reinterpret_cast<const std::uint32_t*>(b.values.data());
+  const std::uint32_t* ap = a.positions.data();
+  const std::uint32_t* bp = b.positions.data();
+  auto* ov = reinterpret_cast<std::uint32_t*>(out_values);
+  struct Chain {
+    std::size_t a, b, u;
+  };
+  // take: all ones when the own side's entry comes next. Selects are masks, not ?:, because GCC
+  // turns some ?: over loaded values into branches, which mispredict half the time here.
+  auto pick = [](std::uint32_t take, std::uint32_t x, std::uint32_t y) { return y ^ ((x ^ y) & take); };
+  auto step = [&](Chain& c) {
+    const std::uint32_t ia = ai[c.a], ib = bi[c.b], va = av[c.a], vb = bv[c.b], pa = ap[c.a], pb = bp[c.b];
+    const std::uint32_t take_a = ia < ib;
+    const std::uint32_t take = 0u - take_a;
+    out_indices[c.u] = pick(take, ia, ib);
+    ov[c.u] = pick(take, va, vb);
+    a_slot[pick(take, pa, a_dummy)] = static_cast<std::int32_t>(c.u);
+    b_slot[pick(take, b_dummy, pb)] = static_cast<std::int32_t>(c.u);
+    c.a += take_a;
+    c.b += take_a ^ 1u;
+    ++c.u;
+  };
+  const std::size_t half = m / 2;
+  const std::size_t split = co_rank(ai, na, bi, nb, half);
+  Chain first{0, 0, 0};
+  Chain second{split, half - split, half};
+  for (std::size_t t = 0; t < half; ++t) {
+    step(first);
+    step(second);
+  }
+  if (second.u < m) step(second);
+}
+
+}  // namespace
+
+std::uint32_t TopkMerger::tie_cutoff(const SparseVector& own, const SparseVector& incoming, std::uint32_t threshold,
+                                     std::size_t ties_taken) {
+  // Only some of the entries at the threshold fit: the lowest indices among them, over both sides.
+  const std::size_t na = own.size();
+  const std::size_t nb = incoming.size();
+  if (ties_own_.size() < na + kCompactPadding) ties_own_.resize(na + kCompactPadding);
+  if (ties_incoming_.size() < nb + kCompactPadding) ties_incoming_.resize(nb + kCompactPadding);
+  const std::size_t from_own = indices_with_key(std::span(keys_.data(), na), own.indices.data(), threshold,
+                                                ties_own_.data());
+  const std::size_t from_incoming = indices_with_key(std::span(keys_.data() + na, nb), incoming.indices.data(),
+                                                     threshold, ties_incoming_.data());
+  ties_.resize(from_own + from_incoming);
+  std::merge(ties_own_.begin(), ties_own_.begin() + static_cast<std::ptrdiff_t>(from_own), ties_incoming_.begin(),
+             ties_incoming_.begin() + static_cast<std::ptrdiff_t>(from_incoming), ties_.begin());
+  return ties_[ties_taken - 1];
+}
+
+void TopkMerger::merge(SparseVector& own, const SparseVector& incoming, std::size_t k, SparseVector& out,
                        std::vector<std::int32_t>& own_position, std::vector<std::int32_t>& incoming_position) {
-  const std::size_t a_size = own.size();
-  const std::size_t b_size = incoming.size();
-  union_.dim = own.dim;
-  union_.resize(a_size + b_size);
-  own_position.resize(a_size);
-  incoming_position.resize(b_size);
-  // Union by index; own_position / incoming_position first hold union positions. Branch-free
-  // body: which side advances is data, and the interleaving of two index sets is random enough
-  // that a branch would mispredict about half the time. A position written for an entry that
-  // does not advance is overwritten when it does.
-  std::size_t a = 0, b = 0, u = 0;
-  const std::uint32_t* ai = own.indices.data();
-  const std::uint32_t* bi = incoming.indices.data();
-  const float* av = own.values.data();
-  const float* bv = incoming.values.data();
-  std::uint32_t* ui = union_.indices.data();
-  float* uv = union_.values.data();
-  std::int32_t* ap = own_position.data();
-  std::int32_t* bp = incoming_position.data();
-  while (a < a_size && b < b_size) {
-    const std::uint32_t ia = ai[a];
-    const std::uint32_t ib = bi[b];
-    const bool take_a = ia <= ib;
-    const bool take_b = ib <= ia;
-    const float va = av[a];
-    const float vb = bv[b];
-    // own + incoming when both hold the index (own first, as the reference does).
-    const float both = va + vb;
-    uv[u] = take_a ? (take_b ? both : va) : vb;
-    ui[u] = take_a ? ia : ib;
-    ap[a] = static_cast<std::int32_t>(u);
-    bp[b] = static_cast<std::int32_t>(u);
-    a += take_a;
-    b += take_b;
-    ++u;
+  const std::size_t na = own.size();
+  const std::size_t nb = incoming.size();
+
+  // Shared indices are rare (the workers' selections mostly differ), so rather than a merge of the
+  // full union, the own copy takes the sum and the incoming copy is excluded from the selection.
+  shared_own_.resize(std::min(na, nb) + 1);
+  shared_incoming_.resize(std::min(na, nb) + 1);
+  const std::size_t shared = find_shared_indices(own.indices, incoming.indices, shared_own_.data(),
+                                                 shared_incoming_.data());
+  keys_.resize(na + nb);
+  for (std::size_t i = 0; i < na; ++i) keys_[i] = selection_key(own.values[i]);
+  for (std::size_t j = 0; j < nb; ++j) keys_[na + j] = selection_key(incoming.values[j]);
+  for (std::size_t s = 0; s < shared; ++s) {
+    const std::uint32_t i = shared_own_[s];
+    const std::uint32_t j = shared_incoming_[s];
+    own.values[i] += incoming.values[j];  // own + incoming, as the reference adds
+    keys_[i] = selection_key(own.values[i]);
+    keys_[na + j] = kExcluded;
   }
-  for (; a < a_size; ++a, ++u) {
-    union_.indices[u] = own.indices[a];
-    union_.values[u] = own.values[a];
-    own_position[a] = static_cast<std::int32_t>(u);
+
+  // The k largest of the union: everything if it fits, else by the k-th largest key, with ties
+  // at that key taken by lower index.
+  const std::size_t union_size = na + nb - shared;
+  const std::size_t m = std::min(k, union_size);
+  std::uint32_t threshold = kExcluded + 1;
+  std::uint32_t cutoff = kSentinel;
+  if (union_size > k) {
+    const select::KthKey kth = select::kth_largest_of_keys(keys_, k, scratch_);
+    threshold = kth.key;
+    const std::size_t ties_taken = k - kth.greater;
+    if (kth.equal != ties_taken) cutoff = tie_cutoff(own, incoming, threshold, ties_taken);
   }
-  for (; b < b_size; ++b, ++u) {
-    union_.indices[u] = incoming.indices[b];
-    union_.values[u] = incoming.values[b];
-    incoming_position[b] = static_cast<std::int32_t>(u);
-  }
-  union_.resize(u);
+  resize_for_compaction(own_survivors_, na);
+  resize_for_compaction(incoming_survivors_, nb);
+  Survivors& a = own_survivors_;
+  Survivors& b = incoming_survivors_;
+  const std::size_t ca = compact_selected(std::span(keys_.data(), na), own.indices.data(), own.values.data(),
+                                          threshold, cutoff, a.indices.data(), a.values.data(), a.positions.data());
+  const std::size_t cb = compact_selected(std::span(keys_.data() + na, nb), incoming.indices.data(),
+                                          incoming.values.data(), threshold, cutoff, b.indices.data(),
+                                          b.values.data(), b.positions.data());
+  SPARSGD_ENFORCE_EQ(ca + cb, m, "gTop-k merge selected the wrong number of entries");
+  a.indices[ca] = kSentinel;
+  a.positions[ca] = static_cast<std::uint32_t>(na);
+  b.indices[cb] = kSentinel;
+  b.positions[cb] = static_cast<std::uint32_t>(nb);
+
+  own_position.assign(na + 1, kDropped);
+  incoming_position.assign(nb + 1, kDropped);
   out.dim = own.dim;
-  if (u <= k) {
-    // Everything survives: the union is the result and positions stay as they are.
-    out.indices.assign(union_.indices.begin(), union_.indices.end());
-    out.values.assign(union_.values.begin(), union_.values.end());
-    return;
-  }
-  // The k largest of the union: a histogram select over magnitude keys, then a branch-free pass
-  // that also records where each union entry went.
-  union_keys_.resize(u);
-  for (std::size_t i = 0; i < u; ++i) union_keys_[i] = select::magnitude_key(union_.values[i]);
-  const select::KthKey kth = select::kth_largest_of_keys(union_keys_, k, scratch_);
-  selected_.resize(k);
-  union_to_out_.resize(u);
-  select::emit_top_positions(union_keys_, kth, k, selected_.data(), union_to_out_);
-  out.resize(k);
-  for (std::size_t i = 0; i < k; ++i) {
-    out.indices[i] = union_.indices[selected_[i]];
-    out.values[i] = union_.values[selected_[i]];
-  }
-  for (std::int32_t& p : own_position) p = union_to_out_[static_cast<std::size_t>(p)];
-  for (std::int32_t& p : incoming_position) p = union_to_out_[static_cast<std::size_t>(p)];
+  out.resize(m);
+  merge_by_index(a, ca, b, cb, m, out.indices.data(), out.values.data(), own_position.data(), incoming_position.data(),
+                 static_cast<std::uint32_t>(na), static_cast<std::uint32_t>(nb));
+  own_position.resize(na);
+  incoming_position.resize(nb);
+  for (std::size_t s = 0; s < shared; ++s) incoming_position[shared_incoming_[s]] = own_position[shared_own_[s]];
 }
 
 }  // namespace sparsgd::collectives

@@ -3,12 +3,12 @@
 // add, own + partner), then keep the k largest |value| (ties by lower index). It also says where
 // each input entry went, which the aggregators use to track what survives.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "sparsgd/core/sparse_vector.hpp"
-#include "sparsgd/select/topk.hpp"
 
 namespace sparsgd::collectives {
 
@@ -16,28 +16,61 @@ inline constexpr std::int32_t kDropped = -1;
 
 class TopkMerger {
  public:
-  // out = topk_k(own (+) incoming). own_position[i] / incoming_position[i]: the position in out of
-  // the pair holding entry i, or kDropped. `out` must not alias the inputs.
-  void merge(const SparseVector& own, const SparseVector& incoming, std::size_t k, SparseVector& out,
+  // out = topk_k(own (+) incoming), ascending by index. own_position[i] / incoming_position[i]: the
+  // position in out of the pair holding entry i, or kDropped. Both inputs ascending. own's values
+  // at the indices both hold are overwritten with the sums; `out` must not alias the inputs.
+  void merge(SparseVector& own, const SparseVector& incoming, std::size_t k, SparseVector& out,
              std::vector<std::int32_t>& own_position, std::vector<std::int32_t>& incoming_position);
 
+  // One side's entries that make the cut: index, value, position in that side's input. Followed by
+  // a sentinel index above every valid one, so the merge by index needs no bounds checks.
+  struct Survivors {
+    std::vector<std::uint32_t> indices, positions;
+    std::vector<float> values;
+  };
+
  private:
-  SparseVector union_;
-  std::vector<std::uint32_t> union_keys_;
-  std::vector<std::int32_t> union_to_out_;
-  std::vector<std::uint32_t> selected_;
-  std::vector<std::uint32_t> scratch_;
+  std::uint32_t tie_cutoff(const SparseVector& own, const SparseVector& incoming, std::uint32_t threshold,
+                           std::size_t ties_taken);
+
+  std::vector<std::uint32_t> shared_own_, shared_incoming_;
+  std::vector<std::uint32_t> keys_, scratch_;
+  std::vector<std::uint32_t> ties_own_, ties_incoming_, ties_;
+  Survivors own_survivors_, incoming_survivors_;
 };
 
 // Entries that joined a rank's current set, and their position in it (or kDropped).
 struct TrackedEntries {
   std::vector<std::int32_t> position;
+  // Entry i at position i: a rank's own selection as its current set.
+  void start(std::size_t count) {
+    position.resize(count);
+    for (std::size_t i = 0; i < count; ++i) position[i] = static_cast<std::int32_t>(i);
+  }
   // After a merge: follow each live entry to its new position through the merge's own_position.
+  // Branch-free (about half the entries drop in a merge, so a branch would mispredict): a dropped
+  // entry reads slot 0 and ORs in its all-ones kDropped.
   void follow(const std::vector<std::int32_t>& own_position) {
-    for (std::int32_t& p : position) {
-      if (p != kDropped) p = own_position[static_cast<std::size_t>(p)];
+    std::int32_t* p = position.data();
+    const std::int32_t* moves = own_position.data();
+    const std::size_t count = position.size();
+    if (own_position.empty()) {
+      std::fill(position.begin(), position.end(), kDropped);
+      return;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::int32_t dropped = p[i] >> 31;  // all ones for kDropped, else 0
+      p[i] = moves[static_cast<std::uint32_t>(p[i] & ~dropped)] | dropped;
     }
   }
 };
+
+// flags[i] = 1 if entry i is still live (position != kDropped), else 0. Through raw pointers: a
+// byte store may alias anything, so a loop over vectors would reload their data pointers each time.
+inline void mark_live(const std::vector<std::int32_t>& position, std::uint8_t* flags) {
+  const std::int32_t* p = position.data();
+  const std::size_t count = position.size();
+  for (std::size_t i = 0; i < count; ++i) flags[i] = static_cast<std::uint8_t>(p[i] != kDropped);
+}
 
 }  // namespace sparsgd::collectives

@@ -119,6 +119,39 @@ FilterCounts FilterGreaterImpl(const float* HWY_RESTRICT x, size_t n, uint32_t p
 }
 
 
+// Keys above `hi` are counted; keys in [lo, hi] are stored (compressed) to band_out.
+size_t KeyBandImpl(const uint32_t* HWY_RESTRICT keys, size_t n, uint32_t lo, uint32_t hi,
+                   uint32_t* HWY_RESTRICT band_out, size_t* above_out) {
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  const auto vlo = hn::Set(di, static_cast<int32_t>(lo));
+  const auto vhi = hn::Set(di, static_cast<int32_t>(hi));
+  auto above_lanes = hn::Zero(di);
+  size_t stored = 0;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto key = hn::LoadU(di, reinterpret_cast<const int32_t*>(keys) + i);
+    const auto over = hn::Gt(key, vhi);
+    above_lanes = hn::Sub(above_lanes, hn::VecFromMask(di, over));
+    const auto in_band = hn::AndNot(over, hn::Not(hn::Lt(key, vlo)));
+    hn::CompressStore(key, in_band, di, reinterpret_cast<int32_t*>(band_out) + stored);
+    stored += hn::CountTrue(di, in_band);
+  }
+  size_t above = 0;
+  {
+    HWY_ALIGN int32_t per_lane[hn::MaxLanes(di)];
+    hn::Store(above_lanes, di, per_lane);
+    for (size_t l = 0; l < lanes; ++l) above += static_cast<uint32_t>(per_lane[l]);
+  }
+  for (; i < n; ++i) {
+    above += keys[i] > hi;
+    band_out[stored] = keys[i];
+    stored += keys[i] >= lo && keys[i] <= hi;
+  }
+  *above_out = above;
+  return stored;
+}
+
 // Sums of (x - shift) and (x - shift)^2 over blocks short enough that float lanes lose little,
 // added up in double. A shift near the mean keeps the variance from cancelling catastrophically
 // when the mean is large against the spread.
@@ -169,6 +202,7 @@ namespace sparsgd::select {
 HWY_EXPORT(MaxKeyImpl);
 HWY_EXPORT(FilterGreaterImpl);
 HWY_EXPORT(SumsImpl);
+HWY_EXPORT(KeyBandImpl);
 
 std::uint32_t max_magnitude_key(std::span<const float> x) {
   return HWY_DYNAMIC_DISPATCH(MaxKeyImpl)(x.data(), x.size());
@@ -183,6 +217,12 @@ FilterCounts filter_greater(std::span<const float> x, std::uint32_t pivot, std::
                             float* val_out, std::size_t capacity) {
   return HWY_DYNAMIC_DISPATCH(FilterGreaterImpl)(x.data(), x.size(), pivot, idx_out, val_out,
                                                  capacity);
+}
+
+KeyBand key_band(std::span<const std::uint32_t> keys, std::uint32_t lo, std::uint32_t hi, std::uint32_t* band_out) {
+  KeyBand band;
+  band.in_band = HWY_DYNAMIC_DISPATCH(KeyBandImpl)(keys.data(), keys.size(), lo, hi, band_out, &band.above);
+  return band;
 }
 
 Moments moments(std::span<const float> x) {

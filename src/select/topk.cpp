@@ -1,8 +1,11 @@
 #include "sparsgd/select/topk.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <optional>
 
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
@@ -13,6 +16,8 @@ namespace {
 
 // Below this length, or above this density, the filter cannot beat a plain nth_element.
 constexpr std::size_t kSmallLength = std::size_t{1} << 15;
+// Below this many keys the radix select's passes cost less than a sample and a band pass.
+constexpr std::size_t kSampledKeysMinimum = 8192;
 constexpr std::size_t kSmallDensityInverse = 8;
 // The sample is read in runs of one cache line so that it costs one miss per 16 keys.
 constexpr std::size_t kSampleRun = 16;
@@ -230,75 +235,103 @@ KthKey kth_largest_key_radix(std::span<const float> x, std::size_t k) {
   return {prefix, k - remaining, equal};
 }
 
-KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch) {
-  SPARSGD_ENFORCE(k >= 1 && k <= keys.size(), "k-th largest needs 1 <= k <= n");
-  // Level 1 over all keys: bits 30..20. Levels 2 and 3 over the threshold bin's keys only:
-  // bits 19..10 and 9..0.
-  std::uint32_t histogram[2048] = {};
-  for (const std::uint32_t key : keys) ++histogram[key >> 20];
-  std::size_t remaining = k;  // rank of the answer among the keys that share the prefix so far
-  auto descend = [&remaining](const std::uint32_t* counts, std::uint32_t bins) {
-    std::uint32_t bin = bins;
+namespace {
+
+KthKey kth_largest_of_keys_radix(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch) {
+  // Radix select whose bins span only the keys' actual range: the keys of a top-k set crowd into a
+  // few exponents, so fixed bit fields (the top 11 bits, say) would put most of them in one bin.
+  // Each level narrows the range by 2^11 and keeps only the threshold bin's keys, so at most three
+  // levels run, the later ones over a small remainder.
+  constexpr std::uint32_t kBins = 2048;
+  std::uint32_t histogram[kBins];
+  const std::uint32_t* data = keys.data();
+  std::size_t size = keys.size();
+  std::size_t greater = 0;  // keys above the current range
+  std::size_t rank = k;     // rank of the answer from the top within the current range
+  if (scratch.size() < size) scratch.resize(size);
+  while (true) {
+    std::uint32_t lo = data[0], hi = data[0];
+    for (std::size_t i = 1; i < size; ++i) {
+      lo = std::min(lo, data[i]);
+      hi = std::max(hi, data[i]);
+    }
+    if (lo == hi) return {lo, greater, size};
+    const int shift = std::bit_width((hi - lo) / kBins);
+    std::fill(histogram, histogram + kBins, 0u);
+    for (std::size_t i = 0; i < size; ++i) ++histogram[(data[i] - lo) >> shift];
+    std::uint32_t bin = ((hi - lo) >> shift) + 1;
     while (bin > 0) {
       --bin;
-      if (counts[bin] >= remaining) break;
-      remaining -= counts[bin];
+      if (histogram[bin] >= rank) break;
+      rank -= histogram[bin];
+      greater += histogram[bin];
     }
-    return bin;
-  };
-  const std::uint32_t top = descend(histogram, 2048);
-  scratch.clear();
-  for (const std::uint32_t key : keys) {
-    if ((key >> 20) == top) scratch.push_back(key);
+    if (shift == 0) return {lo + bin, greater, histogram[bin]};
+    // Keep the bin's keys; compacting within scratch is safe because writes trail reads.
+    std::uint32_t* kept = scratch.data();
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < size; ++i) {
+      kept[count] = data[i];
+      count += ((data[i] - lo) >> shift) == bin;
+    }
+    data = kept;
+    size = count;
   }
-  std::uint32_t mid_counts[1024] = {};
-  for (const std::uint32_t key : scratch) ++mid_counts[(key >> 10) & 1023u];
-  const std::uint32_t mid = descend(mid_counts, 1024);
-  std::uint32_t low_counts[1024] = {};
-  for (const std::uint32_t key : scratch) {
-    if (((key >> 10) & 1023u) == mid) ++low_counts[key & 1023u];
-  }
-  const std::uint32_t low = descend(low_counts, 1024);
-  return {(top << 20) | (mid << 10) | low, k - remaining, low_counts[low]};
 }
 
-void emit_top_positions(std::span<const std::uint32_t> keys, KthKey kth, std::size_t k, std::uint32_t* out_positions,
-                        std::span<std::int32_t> slots) {
-  const bool with_slots = !slots.empty();
-  if (kth.equal == k - kth.greater) {
-    // Every key equal to the threshold is taken: no tie budget to track, so the loop is a plain
-    // compaction (about three times faster).
-    const std::uint32_t threshold = kth.key;
-    std::size_t written = 0;
-    std::size_t i = 0;
-    for (; i < keys.size() && written < k; ++i) {
-      const std::size_t take = keys[i] >= threshold;
-      out_positions[written] = static_cast<std::uint32_t>(i);
-      if (with_slots) slots[i] = static_cast<std::int32_t>((written & (0 - take)) | (take - 1));
-      written += take;
-    }
-    if (with_slots) {
-      for (; i < keys.size(); ++i) slots[i] = -1;
-    }
-    return;
+// A strided sample brackets the k-th largest key; one vectorized pass counts the keys above the
+// bracket and keeps those inside it, and the exact answer is selected among those few. Empty when
+// the sample misjudged (the answer lies outside the bracket): the caller falls back to radix.
+std::optional<KthKey> kth_largest_of_keys_sampled(std::span<const std::uint32_t> keys, std::size_t k,
+                                                  std::vector<std::uint32_t>& scratch) {
+  constexpr std::size_t kSample = 1024;
+  const std::size_t n = keys.size();
+  const std::size_t stride = n / kSample;
+  std::uint32_t sample[kSample];
+  for (std::size_t i = 0; i < kSample; ++i) sample[i] = keys[i * stride + stride / 2];
+  // The sample's rank of the answer (from the top) is about k / stride, give or take
+  // sqrt(kSample q (1 - q)); a margin of three of those leaves the bracket wrong rarely.
+  const double q = static_cast<double>(k) / static_cast<double>(n);
+  const auto expected = static_cast<std::ptrdiff_t>(q * kSample);
+  const auto margin = static_cast<std::ptrdiff_t>(3.0 * std::sqrt(kSample * q * (1.0 - q))) + 2;
+  const std::ptrdiff_t top_rank = expected - margin;          // its key bounds the answer from above
+  const std::ptrdiff_t bottom_rank = expected + margin;       // and this one from below
+  const auto descending = std::greater<std::uint32_t>();
+  std::uint32_t lo = 0;
+  std::uint32_t hi = std::numeric_limits<std::int32_t>::max();
+  std::uint32_t* const end = sample + kSample;
+  if (bottom_rank < static_cast<std::ptrdiff_t>(kSample)) {
+    std::nth_element(sample, sample + bottom_rank, end, descending);
+    lo = sample[bottom_rank];
   }
-  std::size_t written = 0;
-  std::size_t equal_left = k - kth.greater;
-  std::size_t i = 0;
-  // Branch-free while slots remain: the store to out_positions[written] is undone by not
-  // advancing `written` when the key is not taken.
-  for (; i < keys.size() && written < k; ++i) {
-    const std::uint32_t key = keys[i];
-    const std::size_t is_equal = key == kth.key;
-    const std::size_t take = (key > kth.key) | (is_equal & (equal_left > 0));
-    out_positions[written] = static_cast<std::uint32_t>(i);
-    if (with_slots) slots[i] = take ? static_cast<std::int32_t>(written) : -1;
-    written += take;
-    equal_left -= is_equal & take;
+  if (top_rank >= 0) {
+    std::nth_element(sample, sample + top_rank, sample + std::min<std::ptrdiff_t>(bottom_rank, kSample), descending);
+    hi = sample[top_rank];
   }
-  if (with_slots) {
-    for (; i < keys.size(); ++i) slots[i] = -1;
+  if (scratch.size() < n + filter_padding()) scratch.resize(n + filter_padding());
+  const KeyBand band = key_band(keys, lo, hi, scratch.data());
+  if (band.above >= k || band.above + band.in_band < k) return std::nullopt;
+  std::uint32_t* const first = scratch.data();
+  std::uint32_t* const last = first + band.in_band;
+  std::uint32_t* const answer = first + (k - band.above - 1);
+  std::nth_element(first, answer, last, descending);
+  KthKey kth{*answer, band.above, 0};
+  for (const std::uint32_t* p = first; p != last; ++p) {
+    kth.greater += *p > kth.key;
+    kth.equal += *p == kth.key;
   }
+  return kth;
+}
+
+}  // namespace
+
+
+KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch) {
+  SPARSGD_ENFORCE(k >= 1 && k <= keys.size(), "k-th largest needs 1 <= k <= n");
+  if (keys.size() >= kSampledKeysMinimum) {
+    if (const auto kth = kth_largest_of_keys_sampled(keys, k, scratch)) return *kth;
+  }
+  return kth_largest_of_keys_radix(keys, k, scratch);
 }
 
 TopkPath topk(std::span<const float> x, std::size_t k, std::span<std::uint32_t> out_indices,

@@ -38,6 +38,14 @@ std::size_t filter_padding();
 FilterCounts filter_greater(std::span<const float> x, std::uint32_t pivot, std::uint32_t* idx_out,
                             float* val_out, std::size_t capacity);
 
+struct KeyBand {
+  std::size_t above = 0;    // keys > hi
+  std::size_t in_band = 0;  // keys in [lo, hi], stored
+};
+// One pass over keys (each < 2^31): counts those above hi and stores those in [lo, hi], in order,
+// to band_out, which needs keys.size() + filter_padding() slots.
+KeyBand key_band(std::span<const std::uint32_t> keys, std::uint32_t lo, std::uint32_t hi, std::uint32_t* band_out);
+
 // Throws InvalidData naming the first entry of x that is NaN or Inf, if any; `what` names the
 // array in the message ("gradient", ...).
 void check_finite(std::span<const float> x, const char* what);

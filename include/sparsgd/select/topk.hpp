@@ -55,15 +55,10 @@ struct KthKey {
 };
 KthKey kth_largest_key_radix(std::span<const float> x, std::size_t k);
 
-// The same over precomputed magnitude keys (< 2^31), for short arrays: one 2048-bin histogram pass
-// over all keys, then two more radix levels over the keys of the threshold's bin only. `scratch`
-// is reused between calls. Requires 1 <= k <= keys.size().
+// The same over precomputed keys (< 2^31), for short arrays: a radix select whose 2048 bins span
+// the keys' range, then the same over the threshold bin's keys (at most three levels). Returns the
+// exact count of keys equal to the answer. `scratch` is reused between calls. Requires
+// 1 <= k <= keys.size().
 KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch);
-
-// Writes, in index order, every position whose key is above kth.key and the first
-// (k - kth.greater) whose key equals it: exactly k positions, branch-free. positions[i] also
-// gets the output slot of position i, or -1 if it was not taken (when `slots` is not empty).
-void emit_top_positions(std::span<const std::uint32_t> keys, KthKey kth, std::size_t k, std::uint32_t* out_positions,
-                        std::span<std::int32_t> slots);
 
 }  // namespace sparsgd::select

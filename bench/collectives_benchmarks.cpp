@@ -1,0 +1,112 @@
+// Google Benchmark micro-benchmarks of the sparse aggregation's compute: the gTop-k merge alone,
+// and whole aggregate() calls over the in-process transport, timed as the busiest worker's thread
+// CPU time (what the network model charges as compute between messages). Wire time is not here:
+// `sparsgd bench comm --network ...` adds it.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <ctime>
+#include <mutex>
+#include <numeric>
+#include <vector>
+
+#include "collectives/sparse_merge.hpp"
+#include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/core/random.hpp"
+#include "sparsgd/core/synthetic.hpp"
+#include "sparsgd/select/topk.hpp"
+#include "sparsgd/transport/local.hpp"
+
+namespace {
+
+using sparsgd::SparseVector;
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// A worker's top-k of its own normal gradient: what the aggregators receive in `bench comm`.
+SparseVector local_topk(std::size_t n, std::size_t k, std::uint64_t seed) {
+  std::vector<float> x(n);
+  sparsgd::fill_synthetic(x, sparsgd::Distribution::normal, seed);
+  sparsgd::select::TopkWorkspace ws;
+  SparseVector out;
+  sparsgd::select::topk(x, k, out, ws);
+  return out;
+}
+
+// Two sets of k entries whose indices overlap in a fraction `shared_percent` / 100.
+void BM_TopkMerge(benchmark::State& state) {
+  const auto k = static_cast<std::size_t>(state.range(0));
+  const auto shared = static_cast<std::size_t>(state.range(1)) * k / 100;
+  const std::size_t n = 1000 * k;
+  sparsgd::Rng rng(7);
+  std::vector<std::uint32_t> pool(3 * k);
+  for (auto& i : pool) i = static_cast<std::uint32_t>(rng.below(n));
+  std::sort(pool.begin(), pool.end());
+  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+  SparseVector a, b;
+  a.dim = b.dim = n;
+  // a takes the first k of a shuffled pool, b the first `shared` of those plus k - shared others.
+  std::vector<std::uint32_t> order(pool.size());
+  std::iota(order.begin(), order.end(), 0u);
+  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  std::vector<std::uint32_t> ai(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+  std::vector<std::uint32_t> bi(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shared));
+  bi.insert(bi.end(), order.begin() + static_cast<std::ptrdiff_t>(k),
+            order.begin() + static_cast<std::ptrdiff_t>(2 * k - shared));
+  std::sort(ai.begin(), ai.end());
+  std::sort(bi.begin(), bi.end());
+  for (auto i : ai) {
+    a.indices.push_back(pool[i]);
+    a.values.push_back(static_cast<float>(rng.uniform() - 0.5));
+  }
+  for (auto i : bi) {
+    b.indices.push_back(pool[i]);
+    b.values.push_back(static_cast<float>(rng.uniform() - 0.5));
+  }
+  sparsgd::collectives::TopkMerger merger;
+  SparseVector out;
+  std::vector<std::int32_t> a_pos, b_pos;
+  for (auto _ : state) {
+    merger.merge(a, b, k, out, a_pos, b_pos);
+    benchmark::DoNotOptimize(out.values.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 2 * k));
+}
+
+// One aggregate() per worker and benchmark iteration; the iteration's time is the largest thread
+// CPU time any worker spent inside aggregate(), waits excluded.
+void BM_Aggregate(benchmark::State& state, const char* aggregator) {
+  const int workers = static_cast<int>(state.range(0));
+  const auto k = static_cast<std::size_t>(state.range(1));
+  const std::size_t n = 1000 * k;
+  std::vector<SparseVector> locals;
+  for (int r = 0; r < workers; ++r) locals.push_back(local_topk(n, k, 100 + static_cast<std::uint64_t>(r)));
+  std::vector<std::unique_ptr<sparsgd::collectives::Aggregator>> aggregators;
+  for (int r = 0; r < workers; ++r) aggregators.push_back(sparsgd::collectives::make_aggregator(aggregator));
+  std::vector<sparsgd::collectives::Aggregation> results(static_cast<std::size_t>(workers));
+  for (auto _ : state) {
+    std::mutex mutex;
+    double busiest = 0.0;
+    sparsgd::transport::run_local_workers(workers, [&](sparsgd::transport::Transport& t) {
+      const auto r = static_cast<std::size_t>(t.rank());
+      const double start = thread_cpu_seconds();
+      aggregators[r]->aggregate(t, locals[r], k, results[r]);
+      const double spent = thread_cpu_seconds() - start;
+      std::lock_guard lock(mutex);
+      busiest = std::max(busiest, spent);
+    });
+    state.SetIterationTime(busiest);
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_TopkMerge)->Args({25000, 0})->Args({25000, 10})->Args({25000, 90})->Args({1000, 0});
+BENCHMARK_CAPTURE(BM_Aggregate, gtopk_rd, "gtopk-rd")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
+BENCHMARK_CAPTURE(BM_Aggregate, gtopk, "gtopk")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
+BENCHMARK_CAPTURE(BM_Aggregate, allgather, "allgather")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
+BENCHMARK_MAIN();

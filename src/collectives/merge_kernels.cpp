@@ -1,0 +1,146 @@
+// Highway kernels of the gTop-k merge; see merge_kernels.hpp.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "collectives/merge_kernels.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#include "collectives/merge_kernels.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace sparsgd::collectives::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DU = hn::ScalableTag<uint32_t>;
+using DI = hn::ScalableTag<int32_t>;
+using DF = hn::ScalableTag<float>;
+
+// Scalar walk over a[i..na) x b[j..nb), appending the shared positions.
+size_t SharedTail(const uint32_t* a, size_t i, size_t na, const uint32_t* b, size_t j, size_t nb, uint32_t* a_pos,
+                  uint32_t* b_pos, size_t count) {
+  while (i < na && j < nb) {
+    const uint32_t x = a[i];
+    const uint32_t y = b[j];
+    a_pos[count] = static_cast<uint32_t>(i);
+    b_pos[count] = static_cast<uint32_t>(j);
+    count += x == y;
+    i += x <= y;
+    j += y <= x;
+  }
+  return count;
+}
+
+// Block intersection: a vector of a against every lane of a vector of b (one broadcast compare per
+// lane of b), then the block with the smaller last element moves on. Every pair of blocks that can
+// share an index meets once, so each shared index is found once and in order. Shared indices are
+// rare in gTop-k (the workers' selections mostly differ), so the exact positions are taken by a
+// scalar walk of the two blocks only where a block pair holds one.
+size_t FindSharedImpl(const uint32_t* HWY_RESTRICT a, size_t na, const uint32_t* HWY_RESTRICT b, size_t nb,
+                      uint32_t* HWY_RESTRICT a_pos, uint32_t* HWY_RESTRICT b_pos) {
+  const DU du;
+  constexpr size_t kLanes = hn::MaxLanes(du);
+  const size_t lanes = hn::Lanes(du);
+  size_t i = 0, j = 0, count = 0;
+  if (lanes == kLanes) {
+    while (i + kLanes <= na && j + kLanes <= nb) {
+      const auto va = hn::LoadU(du, a + i);
+      auto hit = hn::Eq(va, hn::Set(du, b[j]));
+      for (size_t l = 1; l < kLanes; ++l) hit = hn::Or(hit, hn::Eq(va, hn::Set(du, b[j + l])));
+      if (HWY_UNLIKELY(!hn::AllFalse(du, hit))) {
+        count = SharedTail(a, i, i + kLanes, b, j, j + kLanes, a_pos, b_pos, count);
+      }
+      const uint32_t a_last = a[i + kLanes - 1];
+      const uint32_t b_last = b[j + kLanes - 1];
+      i += a_last <= b_last ? kLanes : 0;
+      j += b_last <= a_last ? kLanes : 0;
+    }
+  }
+  return SharedTail(a, i, na, b, j, nb, a_pos, b_pos, count);
+}
+
+size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const uint32_t* HWY_RESTRICT idx,
+                           const float* HWY_RESTRICT val, uint32_t threshold, uint32_t tie_cutoff,
+                           uint32_t* HWY_RESTRICT out_idx, float* HWY_RESTRICT out_val,
+                           uint32_t* HWY_RESTRICT out_pos) {
+  const DU du;
+  const DI di;
+  const DF df;
+  const size_t lanes = hn::Lanes(du);
+  // Keys are below 2^31, so signed compares order them; indices may use all 32 bits, so they are
+  // compared with the sign bit flipped.
+  const auto vthreshold = hn::Set(di, static_cast<int32_t>(threshold));
+  const auto flip = hn::Set(du, 0x80000000u);
+  const auto vcutoff = hn::BitCast(di, hn::Set(du, tie_cutoff ^ 0x80000000u));
+  const auto step = hn::Set(du, static_cast<uint32_t>(lanes));
+  auto position = hn::Iota(du, 0);
+  size_t written = 0;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto key = hn::BitCast(di, hn::LoadU(du, keys + i));
+    const auto index = hn::LoadU(du, idx + i);
+    const auto beyond_cutoff = hn::Gt(hn::BitCast(di, hn::Xor(index, flip)), vcutoff);
+    const auto keep = hn::Or(hn::Gt(key, vthreshold), hn::AndNot(beyond_cutoff, hn::Eq(key, vthreshold)));
+    const auto keep_u = hn::RebindMask(du, keep);
+    hn::CompressStore(index, keep_u, du, out_idx + written);
+    hn::CompressStore(hn::LoadU(df, val + i), hn::RebindMask(df, keep), df, out_val + written);
+    hn::CompressStore(position, keep_u, du, out_pos + written);
+    written += hn::CountTrue(du, keep_u);
+    position = hn::Add(position, step);
+  }
+  for (; i < n; ++i) {
+    out_idx[written] = idx[i];
+    out_val[written] = val[i];
+    out_pos[written] = static_cast<uint32_t>(i);
+    written += keys[i] > threshold || (keys[i] == threshold && idx[i] <= tie_cutoff);
+  }
+  return written;
+}
+
+size_t IndicesWithKeyImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const uint32_t* HWY_RESTRICT idx,
+                          uint32_t key, uint32_t* HWY_RESTRICT out) {
+  const DU du;
+  const size_t lanes = hn::Lanes(du);
+  const auto vkey = hn::Set(du, key);
+  size_t written = 0;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto hit = hn::Eq(hn::LoadU(du, keys + i), vkey);
+    hn::CompressStore(hn::LoadU(du, idx + i), hit, du, out + written);
+    written += hn::CountTrue(du, hit);
+  }
+  for (; i < n; ++i) {
+    out[written] = idx[i];
+    written += keys[i] == key;
+  }
+  return written;
+}
+
+}  // namespace sparsgd::collectives::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace sparsgd::collectives {
+
+HWY_EXPORT(FindSharedImpl);
+HWY_EXPORT(CompactSelectedImpl);
+HWY_EXPORT(IndicesWithKeyImpl);
+
+std::size_t find_shared_indices(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                                std::uint32_t* a_pos, std::uint32_t* b_pos) {
+  return HWY_DYNAMIC_DISPATCH(FindSharedImpl)(a.data(), a.size(), b.data(), b.size(), a_pos, b_pos);
+}
+
+std::size_t compact_selected(std::span<const std::uint32_t> keys, const std::uint32_t* idx, const float* val,
+                             std::uint32_t threshold, std::uint32_t tie_cutoff, std::uint32_t* out_idx,
+                             float* out_val, std::uint32_t* out_pos) {
+  return HWY_DYNAMIC_DISPATCH(CompactSelectedImpl)(keys.data(), keys.size(), idx, val, threshold, tie_cutoff,
+                                                   out_idx, out_val, out_pos);
+}
+
+std::size_t indices_with_key(std::span<const std::uint32_t> keys, const std::uint32_t* idx, std::uint32_t key,
+                             std::uint32_t* out) {
+  return HWY_DYNAMIC_DISPATCH(IndicesWithKeyImpl)(keys.data(), keys.size(), idx, key, out);
+}
+
+}  // namespace sparsgd::collectives
+#endif  // HWY_ONCE

@@ -1,0 +1,32 @@
+#pragma once
+// Vectorized passes of the gTop-k merge (sparse_merge.cpp), with Highway's runtime dispatch like
+// the selection kernels: compiled for every x86-64 target and the best one picked on first call.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace sparsgd::collectives {
+
+// Extra slots past n that compact_selected may write (whole vectors), whichever target runs.
+inline constexpr std::size_t kCompactPadding = 64;
+
+// The positions of the indices that two strictly ascending arrays share: a[a_pos[s]] == b[b_pos[s]]
+// for s < the returned count, in ascending order. a_pos and b_pos need min(a.size(), b.size()) + 1
+// slots.
+std::size_t find_shared_indices(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
+                                std::uint32_t* a_pos, std::uint32_t* b_pos);
+
+// Keeps entry i (index idx[i], value val[i]) if keys[i] > threshold, or keys[i] == threshold and
+// idx[i] <= tie_cutoff; writes the kept entries in order, with their positions i, and returns how
+// many. Keys must be below 2^31. The outputs need keys.size() + kCompactPadding slots.
+std::size_t compact_selected(std::span<const std::uint32_t> keys, const std::uint32_t* idx, const float* val,
+                             std::uint32_t threshold, std::uint32_t tie_cutoff, std::uint32_t* out_idx,
+                             float* out_val, std::uint32_t* out_pos);
+
+// Writes idx[i] for every i with keys[i] == key, in order, and returns how many. `out` needs
+// keys.size() + kCompactPadding slots.
+std::size_t indices_with_key(std::span<const std::uint32_t> keys, const std::uint32_t* idx, std::uint32_t key,
+                             std::uint32_t* out);
+
+}  // namespace sparsgd::collectives

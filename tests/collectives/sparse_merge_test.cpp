@@ -1,0 +1,315 @@
+// The gTop-k merge and its kernels against plain implementations: the merge against a union built
+// in a std::map and a full sort, the shared-index search against std::set_intersection, the k-th
+// largest key against std::nth_element, the compaction against a loop. Sizes from 0 to tens of
+// thousands (past the sampled selection's minimum and every vector width), overlaps from none to
+// complete, many ties at the threshold, zeros, and indices up to 2^32 - 2.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collectives/merge_kernels.hpp"
+#include "collectives/sparse_merge.hpp"
+#include "sparsgd/core/random.hpp"
+#include "sparsgd/select/magnitude.hpp"
+#include "sparsgd/select/topk.hpp"
+
+namespace sparsgd::collectives {
+namespace {
+
+// How a side's values are drawn: continuous, or from a few levels (so that many tie).
+enum class Values { continuous, few_levels, zeros_and_ones };
+
+std::vector<std::uint32_t> ascending_indices(Rng& rng, std::size_t count, std::uint64_t range, std::uint64_t offset) {
+  std::vector<std::uint32_t> out;
+  while (out.size() < count) {
+    for (std::size_t i = out.size(); i < count; ++i) out.push_back(static_cast<std::uint32_t>(offset + rng.below(range)));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  return out;
+}
+
+float draw(Rng& rng, Values kind) {
+  switch (kind) {
+    case Values::continuous: return static_cast<float>(rng.uniform() * 2.0 - 1.0);
+    case Values::few_levels: return static_cast<float>(static_cast<int>(rng.below(7)) - 3) * 0.5f;
+    case Values::zeros_and_ones: return rng.below(2) ? 1.0f : 0.0f;
+  }
+  return 0.0f;
+}
+
+// Two sides of sizes na and nb over [offset, offset + range), sharing about `shared` of the smaller.
+std::pair<SparseVector, SparseVector> make_sides(Rng& rng, std::size_t na, std::size_t nb, double shared,
+                                                 std::uint64_t range, std::uint64_t offset, Values kind) {
+  const auto pool = ascending_indices(rng, na + nb, range, offset);
+  std::vector<std::uint32_t> ai, bi;
+  std::vector<std::uint8_t> taken(pool.size(), 0);
+  // a: a random na of the pool; b: `shared` of a's, then the rest from what a did not take.
+  std::vector<std::size_t> order(pool.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  for (std::size_t i = 0; i < na; ++i) {
+    ai.push_back(pool[order[i]]);
+    taken[order[i]] = 1;
+  }
+  const auto from_a = static_cast<std::size_t>(shared * static_cast<double>(std::min(na, nb)));
+  for (std::size_t i = 0; i < from_a; ++i) bi.push_back(ai[i]);
+  for (std::size_t i = na; bi.size() < nb && i < order.size(); ++i) bi.push_back(pool[order[i]]);
+  std::sort(ai.begin(), ai.end());
+  std::sort(bi.begin(), bi.end());
+  SparseVector a, b;
+  a.dim = b.dim = static_cast<std::size_t>(offset + range);
+  a.indices = ai;
+  b.indices = bi;
+  for (std::size_t i = 0; i < ai.size(); ++i) a.values.push_back(draw(rng, kind));
+  for (std::size_t i = 0; i < bi.size(); ++i) b.values.push_back(draw(rng, kind));
+  return {a, b};
+}
+
+struct ReferenceMerge {
+  SparseVector out;
+  std::vector<std::int32_t> own_position, incoming_position;
+};
+
+// The semantics spelled out: union by index (own + incoming where both hold one), the k largest
+// |value| with ties by lower index, ascending by index; each input entry's position in the result.
+ReferenceMerge reference_merge(const SparseVector& own, const SparseVector& incoming, std::size_t k) {
+  std::map<std::uint32_t, float> sum;
+  for (std::size_t i = 0; i < own.size(); ++i) sum[own.indices[i]] = own.values[i];
+  for (std::size_t j = 0; j < incoming.size(); ++j) {
+    auto it = sum.find(incoming.indices[j]);
+    if (it == sum.end()) {
+      sum[incoming.indices[j]] = incoming.values[j];
+    } else {
+      it->second = it->second + incoming.values[j];
+    }
+  }
+  std::vector<std::pair<std::uint32_t, float>> all(sum.begin(), sum.end());
+  std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
+    const float ax = std::fabs(x.second), ay = std::fabs(y.second);
+    return ax != ay ? ax > ay : x.first < y.first;
+  });
+  all.resize(std::min(k, all.size()));
+  std::sort(all.begin(), all.end());
+  ReferenceMerge r;
+  r.out.dim = own.dim;
+  std::map<std::uint32_t, std::int32_t> where;
+  for (const auto& [index, value] : all) {
+    where[index] = static_cast<std::int32_t>(r.out.size());
+    r.out.indices.push_back(index);
+    r.out.values.push_back(value);
+  }
+  auto position_of = [&](std::uint32_t index) {
+    auto it = where.find(index);
+    return it == where.end() ? kDropped : it->second;
+  };
+  for (const std::uint32_t index : own.indices) r.own_position.push_back(position_of(index));
+  for (const std::uint32_t index : incoming.indices) r.incoming_position.push_back(position_of(index));
+  return r;
+}
+
+void expect_merge_matches(SparseVector own, const SparseVector& incoming, std::size_t k, TopkMerger& merger) {
+  const ReferenceMerge want = reference_merge(own, incoming, k);
+  SparseVector got;
+  std::vector<std::int32_t> own_position, incoming_position;
+  merger.merge(own, incoming, k, got, own_position, incoming_position);
+  ASSERT_EQ(got.dim, want.out.dim);
+  ASSERT_EQ(got.indices, want.out.indices);
+  ASSERT_EQ(got.values, want.out.values);
+  ASSERT_EQ(own_position, want.own_position);
+  ASSERT_EQ(incoming_position, want.incoming_position);
+}
+
+struct MergeCase {
+  std::size_t na, nb, k;
+  double shared;
+  Values kind;
+  std::uint64_t offset;  // indices start here; near 2^32 checks the sentinel's margin
+};
+
+std::string merge_case_name(const ::testing::TestParamInfo<MergeCase>& info) {
+  const MergeCase& c = info.param;
+  const char* kind = c.kind == Values::continuous ? "cont" : c.kind == Values::few_levels ? "levels" : "zeros";
+  // A stream rather than string concatenation: GCC 12 warns falsely (-Wrestrict) on the latter.
+  std::ostringstream name;
+  name << 'a' << c.na << "_b" << c.nb << "_k" << c.k << "_s" << static_cast<int>(c.shared * 100) << '_' << kind
+       << (c.offset > 0 ? "_high" : "");
+  return name.str();
+}
+
+class MergeAgainstReference : public ::testing::TestWithParam<MergeCase> {};
+
+TEST_P(MergeAgainstReference, EqualsTheReference) {
+  const MergeCase& c = GetParam();
+  Rng rng(1000 + c.na * 7 + c.nb * 13 + c.k);
+  TopkMerger merger;
+  // Several rounds through one merger: its buffers are reused, as the aggregators reuse them.
+  for (int round = 0; round < 3; ++round) {
+    const std::uint64_t range = std::max<std::uint64_t>(4 * (c.na + c.nb), 64);
+    auto [a, b] = make_sides(rng, c.na, c.nb, c.shared, range, c.offset, c.kind);
+    SCOPED_TRACE("round " + std::to_string(round));
+    expect_merge_matches(a, b, c.k, merger);
+  }
+}
+
+std::vector<MergeCase> merge_cases() {
+  std::vector<MergeCase> cases;
+  const std::uint64_t high = std::numeric_limits<std::uint32_t>::max() - 200000;  // indices up to 2^32 - 2
+  for (const Values kind : {Values::continuous, Values::few_levels, Values::zeros_and_ones}) {
+    for (const double shared : {0.0, 0.1, 0.5, 1.0}) {
+      cases.push_back({0, 0, 1, shared, kind, 0});
+      cases.push_back({1, 0, 1, shared, kind, 0});
+      cases.push_back({0, 1, 1, shared, kind, 0});
+      cases.push_back({1, 1, 1, shared, kind, 0});
+      cases.push_back({5, 3, 4, shared, kind, 0});
+      cases.push_back({17, 33, 20, shared, kind, 0});
+      cases.push_back({100, 100, 100, shared, kind, 0});
+      cases.push_back({100, 100, 250, shared, kind, 0});  // everything fits
+      cases.push_back({1000, 1000, 1, shared, kind, 0});
+      cases.push_back({1000, 999, 1000, shared, kind, 0});
+      cases.push_back({12000, 12000, 12000, shared, kind, 0});  // the sampled k-th key path
+      cases.push_back({25000, 25000, 25000, shared, kind, 0});
+      cases.push_back({20000, 5000, 9000, shared, kind, 0});
+      cases.push_back({3000, 3000, 3000, shared, kind, high});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sides, MergeAgainstReference, ::testing::ValuesIn(merge_cases()), merge_case_name);
+
+TEST(MergeIndexLimits, IndicesAtBothEndsOfTheRange) {
+  // Index 0 and 2^32 - 2 (the largest below n = 2^32 - 1), on both sides and shared.
+  const std::uint32_t top = std::numeric_limits<std::uint32_t>::max() - 1;
+  SparseVector a, b;
+  a.dim = b.dim = std::numeric_limits<std::uint32_t>::max();
+  a.indices = {0, 5, top};
+  a.values = {1.0f, -2.0f, 3.0f};
+  b.indices = {0, 7, top};
+  b.values = {0.5f, 4.0f, -3.5f};
+  TopkMerger merger;
+  for (std::size_t k = 1; k <= 5; ++k) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    expect_merge_matches(a, b, k, merger);
+  }
+}
+
+TEST(SharedIndices, MatchSetIntersection) {
+  Rng rng(5);
+  for (const std::size_t na : {0u, 1u, 3u, 15u, 16u, 17u, 100u, 4099u}) {
+    for (const std::size_t nb : {0u, 1u, 8u, 31u, 100u, 5000u}) {
+      for (const double shared : {0.0, 0.3, 1.0}) {
+        for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{3'000'000'000}}) {
+          auto [a, b] = make_sides(rng, na, nb, shared, 3 * (na + nb) + 10, offset, Values::continuous);
+          std::vector<std::uint32_t> a_pos(std::min(na, nb) + 1), b_pos(std::min(na, nb) + 1);
+          const std::size_t count = find_shared_indices(a.indices, b.indices, a_pos.data(), b_pos.data());
+          std::vector<std::uint32_t> want;
+          std::set_intersection(a.indices.begin(), a.indices.end(), b.indices.begin(), b.indices.end(),
+                                std::back_inserter(want));
+          ASSERT_EQ(count, want.size()) << na << " x " << nb << " shared " << shared;
+          for (std::size_t s = 0; s < count; ++s) {
+            ASSERT_EQ(a.indices[a_pos[s]], want[s]);
+            ASSERT_EQ(b.indices[b_pos[s]], want[s]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SharedIndices, EveryIndexShared) {
+  std::vector<std::uint32_t> a(1000);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<std::uint32_t>(3 * i + 1);
+  std::vector<std::uint32_t> a_pos(a.size() + 1), b_pos(a.size() + 1);
+  ASSERT_EQ(find_shared_indices(a, a, a_pos.data(), b_pos.data()), a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a_pos[i], i);
+    ASSERT_EQ(b_pos[i], i);
+  }
+}
+
+// Keys drawn in several shapes, including some built to mislead a strided sample.
+std::vector<std::uint32_t> keys_of_shape(Rng& rng, std::size_t n, int shape) {
+  std::vector<std::uint32_t> keys(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (shape) {
+      case 0: keys[i] = select::magnitude_key(static_cast<float>(rng.uniform())); break;
+      case 1: keys[i] = 1 + static_cast<std::uint32_t>(rng.below(3)); break;            // three values
+      case 2: keys[i] = 42; break;                                                      // all equal
+      case 3: keys[i] = static_cast<std::uint32_t>(i); break;                           // ascending
+      case 4: keys[i] = (i % 64 == 32) ? 0x7F000000u : static_cast<std::uint32_t>(rng.below(100)); break;
+      default: keys[i] = static_cast<std::uint32_t>(rng.below(std::uint64_t{1} << 31)); break;
+    }
+  }
+  return keys;
+}
+
+TEST(KthLargestOfKeys, MatchesNthElement) {
+  Rng rng(9);
+  std::vector<std::uint32_t> scratch;
+  for (const std::size_t n : {1u, 2u, 100u, 8191u, 8192u, 50000u}) {
+    for (int shape = 0; shape <= 5; ++shape) {
+      const auto keys = keys_of_shape(rng, n, shape);
+      for (const std::size_t k : {std::size_t{1}, n / 3 + 1, n / 2 + 1, n}) {
+        if (k < 1 || k > n) continue;
+        const select::KthKey got = select::kth_largest_of_keys(keys, k, scratch);
+        auto sorted = keys;
+        std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k - 1), sorted.end(),
+                         std::greater<>());
+        const std::uint32_t want = sorted[k - 1];
+        std::size_t greater = 0, equal = 0;
+        for (const std::uint32_t key : keys) {
+          greater += key > want;
+          equal += key == want;
+        }
+        ASSERT_EQ(got.key, want) << "n " << n << " shape " << shape << " k " << k;
+        ASSERT_EQ(got.greater, greater) << "n " << n << " shape " << shape << " k " << k;
+        ASSERT_EQ(got.equal, equal) << "n " << n << " shape " << shape << " k " << k;
+      }
+    }
+  }
+}
+
+TEST(CompactSelected, MatchesALoop) {
+  Rng rng(11);
+  for (const std::size_t n : {0u, 1u, 7u, 16u, 33u, 1000u}) {
+    std::vector<std::uint32_t> keys(n), idx(n);
+    std::vector<float> val(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      keys[i] = static_cast<std::uint32_t>(rng.below(8));
+      idx[i] = static_cast<std::uint32_t>(i * 1000003u + (i % 2 ? 0x90000000u : 0u));
+      val[i] = static_cast<float>(i);
+    }
+    for (const std::uint32_t threshold : {0u, 3u, 7u}) {
+      for (const std::uint32_t cutoff : {0u, 5000000u, 0x90000000u, std::numeric_limits<std::uint32_t>::max()}) {
+        std::vector<std::uint32_t> out_idx(n + kCompactPadding), out_pos(n + kCompactPadding);
+        std::vector<float> out_val(n + kCompactPadding);
+        const std::size_t count = compact_selected(keys, idx.data(), val.data(), threshold, cutoff, out_idx.data(),
+                                                   out_val.data(), out_pos.data());
+        std::size_t w = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (keys[i] > threshold || (keys[i] == threshold && idx[i] <= cutoff)) {
+            ASSERT_LT(w, count);
+            ASSERT_EQ(out_idx[w], idx[i]);
+            ASSERT_EQ(out_val[w], val[i]);
+            ASSERT_EQ(out_pos[w], i);
+            ++w;
+          }
+        }
+        ASSERT_EQ(count, w) << "n " << n << " threshold " << threshold << " cutoff " << cutoff;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparsgd::collectives
