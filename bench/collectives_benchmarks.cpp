@@ -71,7 +71,7 @@ void BM_TopkMerge(benchmark::State& state) {
   SparseVector out;
   std::vector<std::int32_t> a_pos, b_pos;
   for (auto _ : state) {
-    merger.merge(a, b, k, out, a_pos, b_pos);
+    merger.merge(view_of(a), view_of(b), k, out, a_pos, &b_pos);
     benchmark::DoNotOptimize(out.values.data());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 2 * k));

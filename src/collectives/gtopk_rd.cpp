@@ -7,6 +7,8 @@
 // local: an entry is consumed iff its index stays in the rank's merged set through every round;
 // a folded rank learns the same of its entries from a mask sent with the result.
 
+#include <bit>
+
 #include "collectives/algorithms.hpp"
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/select/threshold.hpp"
@@ -46,47 +48,80 @@ class GtopkRecursiveDoubling final : public Aggregator {
       return;
     }
 
-    current_ = local;
     own_.start(local.size());
     const bool has_folded = r < extras;
-    if (has_folded) {
-      t.recv(r + p2, kFoldTag, message_, wire::sparse_message_bytes(capacity));
-      wire::decode_sparse(message_, expectation(*this, local, k, capacity, r + p2), incoming_, mask_, 0);
-      merger_.merge(current_, incoming_, k, merged_, own_moves_, incoming_moves_);
+    if (p2 == 1) out.sum = local;  // one rank: no partner
+    // The current set lives where the last merge wrote it: in the next message to send (encoded in
+    // place, so no copy before sending) or, after the last merge, in out.sum. Before any merge it is
+    // the caller's selection, which is encoded once for the first send.
+    SparseView current = view_of(local);
+    const std::vector<std::byte>* encoded = nullptr;
+    int spare = 0;  // which of outgoing_ the next merge writes into
+    std::size_t merges_left = static_cast<std::size_t>(has_folded) + static_cast<std::size_t>(std::countr_zero(
+                                                                         static_cast<unsigned>(p2)));
+    auto merge_in = [&](SparseView incoming, std::vector<std::int32_t>* incoming_moves) {
+      const bool last = --merges_left == 0;
+      std::vector<std::byte>& target = outgoing_[spare];
+      TopkMerger::Destination written{};
+      const std::size_t m = merger_.merge(
+          current, incoming, k,
+          [&](std::size_t size) {
+            if (last) {
+              out.sum.dim = local.dim;
+              out.sum.resize(size);
+              written = {out.sum.indices.data(), out.sum.values.data()};
+            } else {
+              const wire::SparseSlots slots = wire::prepare_sparse(wire_id(), n32, k32, size, target);
+              written = {slots.indices, slots.values};
+            }
+            return written;
+          },
+          own_moves_, incoming_moves);
       own_.follow(own_moves_);
+      if (has_folded && incoming_moves == nullptr) folded_.follow(own_moves_);
+      if (last) {
+        current = view_of(out.sum);
+        encoded = nullptr;
+      } else {
+        current = {local.dim, {written.indices, m}, {written.values, m}};
+        encoded = &target;
+        spare ^= 1;
+      }
+    };
+    if (has_folded) {
+      t.recv(r + p2, kFoldTag, reply_, wire::sparse_message_bytes(capacity));
+      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, r + p2)), &incoming_moves_);
       folded_.position = incoming_moves_;
-      std::swap(current_, merged_);
     }
     int round = 0;
     for (int dist = 1; dist < p2; dist <<= 1, ++round) {
       const int partner = r ^ dist;
-      wire::encode_sparse(wire_id(), n32, k32, current_.indices, current_.values, {}, message_);
-      t.sendrecv(partner, kRoundTag + round, message_, partner, kRoundTag + round, reply_,
+      if (encoded == nullptr) {
+        wire::encode_sparse(wire_id(), n32, k32, current.indices, current.values, {}, outgoing_[spare]);
+        encoded = &outgoing_[spare];
+        spare ^= 1;
+      }
+      t.sendrecv(partner, kRoundTag + round, *encoded, partner, kRoundTag + round, reply_,
                  wire::sparse_message_bytes(capacity));
-      wire::decode_sparse(reply_, expectation(*this, local, k, capacity, partner), incoming_, mask_, 0);
-      merger_.merge(current_, incoming_, k, merged_, own_moves_, incoming_moves_);
-      own_.follow(own_moves_);
-      if (has_folded) folded_.follow(own_moves_);
-      std::swap(current_, merged_);
+      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, partner)), nullptr);
     }
-    std::swap(out.sum, current_);  // current_ is scratch: take its buffers rather than copy them
     out.consumed.resize(local.size());
     mark_live(own_.position, out.consumed.data());
     if (has_folded) {
       folded_mask_.resize(folded_.position.size());
       mark_live(folded_.position, folded_mask_.data());
-      wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, folded_mask_, message_);
-      t.send(r + p2, kUnfoldTag, message_);
+      wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, folded_mask_, outgoing_[0]);
+      t.send(r + p2, kUnfoldTag, outgoing_[0]);
     }
   }
 
  private:
   TopkMerger merger_;
-  SparseVector current_, merged_, incoming_;
   TrackedEntries own_, folded_;
   std::vector<std::int32_t> own_moves_, incoming_moves_;
-  std::vector<std::uint8_t> mask_, folded_mask_;
+  std::vector<std::uint8_t> folded_mask_;
   std::vector<std::byte> message_, reply_;
+  std::vector<std::byte> outgoing_[2];  // the message being sent and the one the next merge writes
 };
 
 }  // namespace

@@ -47,8 +47,8 @@ class GtopkTree final : public Aggregator {
       const int child = r + mask;
       if (child >= p) continue;
       t.recv(child, kReduceTag, message_, wire::sparse_message_bytes(capacity));
-      wire::decode_sparse(message_, expectation(*this, local, k, capacity, child), incoming_, mask_, 0);
-      merger_.merge(current_, incoming_, k, merged_, own_moves_, incoming_moves_);
+      const SparseView incoming = wire::decode_sparse_view(message_, expectation(*this, local, k, capacity, child));
+      merger_.merge(view_of(current_), incoming, k, merged_, own_moves_, &incoming_moves_);
       own_.follow(own_moves_);
       for (Child& c : children_) c.entries.follow(own_moves_);
       children_.push_back({child, {incoming_moves_}});
@@ -88,11 +88,11 @@ class GtopkTree final : public Aggregator {
     TrackedEntries entries;
   };
   TopkMerger merger_;
-  SparseVector current_, merged_, incoming_;
+  SparseVector current_, merged_;
   TrackedEntries own_;
   std::vector<Child> children_;
   std::vector<std::int32_t> own_moves_, incoming_moves_;
-  std::vector<std::uint8_t> survived_, child_mask_, mask_;
+  std::vector<std::uint8_t> survived_, child_mask_;
   std::vector<std::byte> message_;
 };
 

@@ -50,6 +50,7 @@ std::size_t co_rank(const std::uint32_t* a, std::size_t na, const std::uint32_t*
 // independent chains advance in one loop (more chains run out of registers). At the first range's
 // end the second range's first entries act as sentinels: they exceed everything left in the first.
 // Values move as bit patterns so that the selects compile to conditional moves, not branches.
+template <bool kTrackIncoming>
 void merge_by_index(const TopkMerger::Survivors& a, std::size_t na, const TopkMerger::Survivors& b, std::size_t nb,
                     std::size_t m, std::uint32_t* out_indices, float* out_values, std::int32_t* a_slot,
                     std::int32_t* b_slot, std::uint32_t a_dummy, std::uint32_t b_dummy) {
@@ -67,13 +68,14 @@ void merge_by_index(const TopkMerger::Survivors& a, std::size_t na, const TopkMe
   // turns some ?: over loaded values into branches, which mispredict half the time here.
   auto pick = [](std::uint32_t take, std::uint32_t x, std::uint32_t y) { return y ^ ((x ^ y) & take); };
   auto step = [&](Chain& c) {
-    const std::uint32_t ia = ai[c.a], ib = bi[c.b], va = av[c.a], vb = bv[c.b], pa = ap[c.a], pb = bp[c.b];
+    const std::uint32_t ia = ai[c.a], ib = bi[c.b], va = av[c.a], vb = bv[c.b], pa = ap[c.a];
+    [[maybe_unused]] const std::uint32_t pb = kTrackIncoming ? bp[c.b] : 0;
     const std::uint32_t take_a = ia < ib;
     const std::uint32_t take = 0u - take_a;
     out_indices[c.u] = pick(take, ia, ib);
     ov[c.u] = pick(take, va, vb);
     a_slot[pick(take, pa, a_dummy)] = static_cast<std::int32_t>(c.u);
-    b_slot[pick(take, b_dummy, pb)] = static_cast<std::int32_t>(c.u);
+    if constexpr (kTrackIncoming) b_slot[pick(take, b_dummy, pb)] = static_cast<std::int32_t>(c.u);
     c.a += take_a;
     c.b += take_a ^ 1u;
     ++c.u;
@@ -91,7 +93,7 @@ void merge_by_index(const TopkMerger::Survivors& a, std::size_t na, const TopkMe
 
 }  // namespace
 
-std::uint32_t TopkMerger::tie_cutoff(const SparseVector& own, const SparseVector& incoming, std::uint32_t threshold,
+std::uint32_t TopkMerger::tie_cutoff(SparseView own, SparseView incoming, std::uint32_t threshold,
                                      std::size_t ties_taken) {
   // Only some of the entries at the threshold fit: the lowest indices among them, over both sides.
   const std::size_t na = own.size();
@@ -108,8 +110,9 @@ std::uint32_t TopkMerger::tie_cutoff(const SparseVector& own, const SparseVector
   return ties_[ties_taken - 1];
 }
 
-void TopkMerger::merge(SparseVector& own, const SparseVector& incoming, std::size_t k, SparseVector& out,
-                       std::vector<std::int32_t>& own_position, std::vector<std::int32_t>& incoming_position) {
+std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
+                              std::vector<std::int32_t>& own_position,
+                              std::vector<std::int32_t>* incoming_position) {
   const std::size_t na = own.size();
   const std::size_t nb = incoming.size();
 
@@ -119,15 +122,20 @@ void TopkMerger::merge(SparseVector& own, const SparseVector& incoming, std::siz
   shared_incoming_.resize(std::min(na, nb) + 1);
   const std::size_t shared = find_shared_indices(own.indices, incoming.indices, shared_own_.data(),
                                                  shared_incoming_.data());
+  const float* own_values = own.values.data();
   keys_.resize(na + nb);
   for (std::size_t i = 0; i < na; ++i) keys_[i] = selection_key(own.values[i]);
   for (std::size_t j = 0; j < nb; ++j) keys_[na + j] = selection_key(incoming.values[j]);
-  for (std::size_t s = 0; s < shared; ++s) {
-    const std::uint32_t i = shared_own_[s];
-    const std::uint32_t j = shared_incoming_[s];
-    own.values[i] += incoming.values[j];  // own + incoming, as the reference adds
-    keys_[i] = selection_key(own.values[i]);
-    keys_[na + j] = kExcluded;
+  if (shared > 0) {
+    own_values_.assign(own.values.begin(), own.values.end());
+    for (std::size_t s = 0; s < shared; ++s) {
+      const std::uint32_t i = shared_own_[s];
+      const std::uint32_t j = shared_incoming_[s];
+      own_values_[i] += incoming.values[j];  // own + incoming, as the reference adds
+      keys_[i] = selection_key(own_values_[i]);
+      keys_[na + j] = kExcluded;
+    }
+    own_values = own_values_.data();
   }
 
   // The k largest of the union: everything if it fits, else by the k-th largest key, with ties
@@ -146,8 +154,8 @@ void TopkMerger::merge(SparseVector& own, const SparseVector& incoming, std::siz
   resize_for_compaction(incoming_survivors_, nb);
   Survivors& a = own_survivors_;
   Survivors& b = incoming_survivors_;
-  const std::size_t ca = compact_selected(std::span(keys_.data(), na), own.indices.data(), own.values.data(),
-                                          threshold, cutoff, a.indices.data(), a.values.data(), a.positions.data());
+  const std::size_t ca = compact_selected(std::span(keys_.data(), na), own.indices.data(), own_values, threshold,
+                                          cutoff, a.indices.data(), a.values.data(), a.positions.data());
   const std::size_t cb = compact_selected(std::span(keys_.data() + na, nb), incoming.indices.data(),
                                           incoming.values.data(), threshold, cutoff, b.indices.data(),
                                           b.values.data(), b.positions.data());
@@ -157,15 +165,34 @@ void TopkMerger::merge(SparseVector& own, const SparseVector& incoming, std::siz
   b.indices[cb] = kSentinel;
   b.positions[cb] = static_cast<std::uint32_t>(nb);
 
+  const Destination out = allocate(m);
   own_position.assign(na + 1, kDropped);
-  incoming_position.assign(nb + 1, kDropped);
-  out.dim = own.dim;
-  out.resize(m);
-  merge_by_index(a, ca, b, cb, m, out.indices.data(), out.values.data(), own_position.data(), incoming_position.data(),
-                 static_cast<std::uint32_t>(na), static_cast<std::uint32_t>(nb));
+  const auto a_dummy = static_cast<std::uint32_t>(na);
+  const auto b_dummy = static_cast<std::uint32_t>(nb);
+  if (incoming_position == nullptr) {
+    merge_by_index<false>(a, ca, b, cb, m, out.indices, out.values, own_position.data(), nullptr, a_dummy, b_dummy);
+    own_position.resize(na);
+    return m;
+  }
+  incoming_position->assign(nb + 1, kDropped);
+  merge_by_index<true>(a, ca, b, cb, m, out.indices, out.values, own_position.data(), incoming_position->data(),
+                       a_dummy, b_dummy);
   own_position.resize(na);
-  incoming_position.resize(nb);
-  for (std::size_t s = 0; s < shared; ++s) incoming_position[shared_incoming_[s]] = own_position[shared_own_[s]];
+  incoming_position->resize(nb);
+  for (std::size_t s = 0; s < shared; ++s) (*incoming_position)[shared_incoming_[s]] = own_position[shared_own_[s]];
+  return m;
+}
+
+void TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, SparseVector& out,
+                       std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position) {
+  out.dim = own.dim;
+  merge(
+      own, incoming, k,
+      [&out](std::size_t m) {
+        out.resize(m);
+        return Destination{out.indices.data(), out.values.data()};
+      },
+      own_position, incoming_position);
 }
 
 }  // namespace sparsgd::collectives

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sparsgd/core/sparse_vector.hpp"
@@ -16,11 +17,22 @@ inline constexpr std::int32_t kDropped = -1;
 
 class TopkMerger {
  public:
-  // out = topk_k(own (+) incoming), ascending by index. own_position[i] / incoming_position[i]: the
-  // position in out of the pair holding entry i, or kDropped. Both inputs ascending. own's values
-  // at the indices both hold are overwritten with the sums; `out` must not alias the inputs.
-  void merge(SparseVector& own, const SparseVector& incoming, std::size_t k, SparseVector& out,
-             std::vector<std::int32_t>& own_position, std::vector<std::int32_t>& incoming_position);
+  // Where the result goes: called once with its size m, returns room for m entries.
+  struct Destination {
+    std::uint32_t* indices;
+    float* values;
+  };
+  using Allocate = std::function<Destination(std::size_t m)>;
+
+  // Writes topk_k(own (+) incoming), ascending by index, where allocate(m) says, and returns m.
+  // own_position[i] / (*incoming_position)[i]: the position in the result of the pair holding
+  // entry i, or kDropped; incoming entries are tracked only when incoming_position is given. Both
+  // inputs ascending; the result must not overlap them.
+  std::size_t merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
+                    std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position);
+  // The same into a SparseVector (out.dim = own.dim).
+  void merge(SparseView own, SparseView incoming, std::size_t k, SparseVector& out,
+             std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position);
 
   // One side's entries that make the cut: index, value, position in that side's input. Followed by
   // a sentinel index above every valid one, so the merge by index needs no bounds checks.
@@ -30,11 +42,11 @@ class TopkMerger {
   };
 
  private:
-  std::uint32_t tie_cutoff(const SparseVector& own, const SparseVector& incoming, std::uint32_t threshold,
-                           std::size_t ties_taken);
+  std::uint32_t tie_cutoff(SparseView own, SparseView incoming, std::uint32_t threshold, std::size_t ties_taken);
 
   std::vector<std::uint32_t> shared_own_, shared_incoming_;
   std::vector<std::uint32_t> keys_, scratch_;
+  std::vector<float> own_values_;  // own's values with the shared indices' sums, when there are any
   std::vector<std::uint32_t> ties_own_, ties_incoming_, ties_;
   Survivors own_survivors_, incoming_survivors_;
 };

@@ -1,7 +1,10 @@
 #include "sparsgd/core/wire.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 namespace sparsgd::wire {
 namespace {
@@ -97,32 +100,52 @@ std::size_t sparse_message_length(std::span<const std::byte> bytes, const Expect
   return length;
 }
 
-void decode_sparse(std::span<const std::byte> message, const Expectation& expect, SparseVector& out,
-                   std::vector<std::uint8_t>& mask, std::size_t expected_mask_bits) {
+namespace {
+
+// The entries of a message, typed in place. The message buffers are only ever read and written as
+// these arrays or through memcpy; offsets 20 and 20 + 4 count keep them 4-byte aligned when the
+// buffer is (std::vector's storage from operator new is aligned for any fundamental type).
+template <typename Byte>
+auto entries_at(Byte* message, std::size_t count) {
+  constexpr bool kConst = std::is_const_v<Byte>;
+  using Index = std::conditional_t<kConst, const std::uint32_t, std::uint32_t>;
+  using Value = std::conditional_t<kConst, const float, float>;
+  SPARSGD_ENFORCE(reinterpret_cast<std::uintptr_t>(message) % alignof(std::uint32_t) == 0,
+                  "message buffer is not 4-byte aligned");
+  auto* indices = reinterpret_cast<Index*>(message + kHeaderBytes);
+  auto* values = reinterpret_cast<Value*>(message + kHeaderBytes + 4 * count);
+  return std::pair{indices, values};
+}
+
+// Header, length and mask of a sparse message; returns the header.
+Header validate_sparse_frame(std::span<const std::byte> message, const Expectation& expect,
+                             std::size_t expected_mask_bits) {
   const Header h = read_header(message, expect, kSparseKind);
   if (expected_mask_bits != SIZE_MAX && h.extra != expected_mask_bits) {
     fail(expect, "mask of " + std::to_string(h.extra) + " bits where " + std::to_string(expected_mask_bits) +
                      " were expected");
   }
   if (h.extra > expect.capacity) fail(expect, "mask longer than the capacity");
-  const std::size_t count = h.count;
-  const std::size_t expected_bytes = sparse_message_bytes(count, h.extra);
+  const std::size_t expected_bytes = sparse_message_bytes(h.count, h.extra);
   if (message.size() != expected_bytes) {
     fail(expect, (message.size() < expected_bytes ? "truncated: " : "overlong: ") + std::to_string(message.size()) +
                      " bytes where the header announces " + std::to_string(expected_bytes));
   }
-  out.dim = h.n;
-  out.resize(count);
-  const std::byte* p = message.data() + kHeaderBytes;
-  if (count > 0) {
-    std::memcpy(out.indices.data(), p, 4 * count);
-    std::memcpy(out.values.data(), p + 4 * count, 4 * count);
+  const std::byte* m = message.data() + kHeaderBytes + 8 * std::size_t{h.count};
+  // encode_sparse leaves the bits past the mask's end in its last byte zero; refusing anything else
+  // catches corruption there and keeps the format canonical (one message, one byte string).
+  if (h.extra % 8 != 0 && (std::to_integer<unsigned>(m[h.extra / 8]) >> (h.extra % 8)) != 0) {
+    fail(expect, "mask padding bits set after the " + std::to_string(h.extra) + " mask bits");
   }
+  return h;
+}
+
+// Every entry: index in range and strictly ascending, value finite.
+void validate_entries(const std::uint32_t* idx, const float* val, std::size_t count, std::uint32_t n,
+                      const Expectation& expect) {
   // Branch-free checks first (they vectorize); the slow loop below only names the culprit.
-  const std::uint32_t* idx = out.indices.data();
-  const float* val = out.values.data();
   std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] >= h.n);
+  for (std::size_t i = 0; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] >= n);
   for (std::size_t i = 1; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] <= idx[i - 1]);
   for (std::size_t i = 0; i < count; ++i) {
     std::uint32_t bits;
@@ -130,16 +153,44 @@ void decode_sparse(std::span<const std::byte> message, const Expectation& expect
     bad |= static_cast<std::uint32_t>((bits & 0x7FFFFFFFu) >= 0x7F800000u);
   }
   for (std::size_t i = 0; bad && i < count; ++i) {
-    if (idx[i] >= h.n) fail(expect, "index " + std::to_string(idx[i]) + " out of range for n = " + std::to_string(h.n));
+    if (idx[i] >= n) fail(expect, "index " + std::to_string(idx[i]) + " out of range for n = " + std::to_string(n));
     if (i > 0 && idx[i] <= idx[i - 1]) fail(expect, "indices not strictly ascending");
     if (!std::isfinite(val[i])) fail(expect, "non-finite value at index " + std::to_string(idx[i]));
   }
-  const std::byte* m = p + 8 * count;
-  // encode_sparse leaves the bits past the mask's end in its last byte zero; refusing anything else
-  // catches corruption there and keeps the format canonical (one message, one byte string).
-  if (h.extra % 8 != 0 && (std::to_integer<unsigned>(m[h.extra / 8]) >> (h.extra % 8)) != 0) {
-    fail(expect, "mask padding bits set after the " + std::to_string(h.extra) + " mask bits");
+}
+
+}  // namespace
+
+SparseView decode_sparse_view(std::span<const std::byte> message, const Expectation& expect) {
+  const Header h = validate_sparse_frame(message, expect, 0);
+  const auto [idx, val] = entries_at(message.data(), h.count);
+  validate_entries(idx, val, h.count, h.n, expect);
+  return {h.n, {idx, h.count}, {val, h.count}};
+}
+
+SparseSlots prepare_sparse(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, std::size_t count,
+                           std::vector<std::byte>& out) {
+  out.resize(sparse_message_bytes(count));
+  write_header({kind_word(kSparseKind, algorithm), n, k, static_cast<std::uint32_t>(count), 0}, out.data());
+  const auto [idx, val] = entries_at(out.data(), count);
+  return {idx, val};
+}
+
+void decode_sparse(std::span<const std::byte> message, const Expectation& expect, SparseVector& out,
+                   std::vector<std::uint8_t>& mask, std::size_t expected_mask_bits) {
+  // Copied first, then checked in the copy: the message may sit at any alignment (messages carried
+  // back to back in one buffer), the copy is aligned.
+  const Header h = validate_sparse_frame(message, expect, expected_mask_bits);
+  const std::size_t count = h.count;
+  out.dim = h.n;
+  out.resize(count);
+  const std::byte* p = message.data() + kHeaderBytes;
+  if (count > 0) {
+    std::memcpy(out.indices.data(), p, 4 * count);
+    std::memcpy(out.values.data(), p + 4 * count, 4 * count);
   }
+  validate_entries(out.indices.data(), out.values.data(), count, h.n, expect);
+  const std::byte* m = p + 8 * count;
   mask.resize(h.extra);
   for (std::size_t b = 0; b < h.extra; ++b) mask[b] = static_cast<std::uint8_t>((std::to_integer<unsigned>(m[b / 8]) >> (b % 8)) & 1u);
 }

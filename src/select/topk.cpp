@@ -311,15 +311,10 @@ std::optional<KthKey> kth_largest_of_keys_sampled(std::span<const std::uint32_t>
   if (scratch.size() < n + filter_padding()) scratch.resize(n + filter_padding());
   const KeyBand band = key_band(keys, lo, hi, scratch.data());
   if (band.above >= k || band.above + band.in_band < k) return std::nullopt;
-  std::uint32_t* const first = scratch.data();
-  std::uint32_t* const last = first + band.in_band;
-  std::uint32_t* const answer = first + (k - band.above - 1);
-  std::nth_element(first, answer, last, descending);
-  KthKey kth{*answer, band.above, 0};
-  for (const std::uint32_t* p = first; p != last; ++p) {
-    kth.greater += *p > kth.key;
-    kth.equal += *p == kth.key;
-  }
+  // The band's keys span a narrow range, which the radix select's range-fitted bins split in about
+  // one pass (it compacts within scratch, behind its reads).
+  KthKey kth = kth_largest_of_keys_radix(std::span(scratch.data(), band.in_band), k - band.above, scratch);
+  kth.greater += band.above;
   return kth;
 }
 

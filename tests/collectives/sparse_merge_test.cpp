@@ -117,16 +117,22 @@ ReferenceMerge reference_merge(const SparseVector& own, const SparseVector& inco
   return r;
 }
 
-void expect_merge_matches(SparseVector own, const SparseVector& incoming, std::size_t k, TopkMerger& merger) {
+void expect_merge_matches(const SparseVector& own, const SparseVector& incoming, std::size_t k, TopkMerger& merger) {
   const ReferenceMerge want = reference_merge(own, incoming, k);
-  SparseVector got;
-  std::vector<std::int32_t> own_position, incoming_position;
-  merger.merge(own, incoming, k, got, own_position, incoming_position);
-  ASSERT_EQ(got.dim, want.out.dim);
-  ASSERT_EQ(got.indices, want.out.indices);
-  ASSERT_EQ(got.values, want.out.values);
-  ASSERT_EQ(own_position, want.own_position);
-  ASSERT_EQ(incoming_position, want.incoming_position);
+  // With the incoming entries tracked and without: the same result and own positions.
+  for (const bool track_incoming : {true, false}) {
+    SCOPED_TRACE(track_incoming ? "incoming tracked" : "incoming not tracked");
+    SparseVector got;
+    std::vector<std::int32_t> own_position, incoming_position;
+    merger.merge(view_of(own), view_of(incoming), k, got, own_position, track_incoming ? &incoming_position : nullptr);
+    ASSERT_EQ(got.dim, want.out.dim);
+    ASSERT_EQ(got.indices, want.out.indices);
+    ASSERT_EQ(got.values, want.out.values);
+    ASSERT_EQ(own_position, want.own_position);
+    if (track_incoming) {
+      ASSERT_EQ(incoming_position, want.incoming_position);
+    }
+  }
 }
 
 struct MergeCase {

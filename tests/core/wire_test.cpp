@@ -30,6 +30,15 @@ void expect_error(const std::vector<std::byte>& msg, const std::string& fragment
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("rank 5"), std::string::npos) << e.what();
   }
+  // The in-place decoder (mask-less messages) refuses the same messages for the same reason.
+  if (mask_bits != SIZE_MAX && mask_bits != 0) return;
+  std::vector<std::byte> aligned = msg;  // a vector's own storage is aligned for the in-place view
+  try {
+    decode_sparse_view(aligned, kExpect);
+    FAIL() << "expected decode_sparse_view to throw a WireError mentioning '" << fragment << "'";
+  } catch (const WireError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
 }
 
 TEST(Wire, SparseRoundTripWithMask) {
@@ -43,6 +52,30 @@ TEST(Wire, SparseRoundTripWithMask) {
   EXPECT_EQ(out.values, (std::vector<float>{1.5f, -2.0f, 0.0f}));
   EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 0, 1}));
   EXPECT_EQ(sparse_message_length(msg, kExpect), msg.size());
+}
+
+TEST(Wire, InPlaceViewAndPreparedMessage) {
+  std::vector<std::byte> out;
+  const SparseSlots slots = prepare_sparse(3, 100, 4, 3, out);
+  EXPECT_EQ(out.size(), sparse_message_bytes(3));
+  const std::uint32_t idx[] = {2, 40, 99};
+  const float val[] = {-1.0f, 0.25f, 7.0f};
+  for (int i = 0; i < 3; ++i) {
+    slots.indices[i] = idx[i];
+    slots.values[i] = val[i];
+  }
+  // Byte for byte what encode_sparse writes.
+  EXPECT_EQ(out, message({2, 40, 99}, {-1.0f, 0.25f, 7.0f}));
+  const SparseView v = decode_sparse_view(out, kExpect);
+  EXPECT_EQ(v.dim, 100u);
+  ASSERT_EQ(v.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(v.indices[i], idx[i]);
+    EXPECT_EQ(v.values[i], val[i]);
+  }
+  EXPECT_EQ(static_cast<const void*>(v.indices.data()), static_cast<const void*>(out.data() + kHeaderBytes));
+  const SparseView empty = decode_sparse_view(message({}, {}), kExpect);
+  EXPECT_EQ(empty.size(), 0u);
 }
 
 TEST(Wire, EmptyMessage) {

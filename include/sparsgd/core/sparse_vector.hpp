@@ -30,4 +30,16 @@ struct SparseVector {
   }
 };
 
+// Ascending (index, value) pairs held elsewhere: a SparseVector, or a message buffer the entries
+// are read from or written to in place.
+struct SparseView {
+  std::size_t dim = 0;
+  std::span<const std::uint32_t> indices;
+  std::span<const float> values;
+
+  std::size_t size() const { return indices.size(); }
+};
+
+inline SparseView view_of(const SparseVector& v) { return {v.dim, v.indices, v.values}; }
+
 }  // namespace sparsgd

@@ -54,6 +54,20 @@ void encode_dense(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, std
 // that whole message (for messages that carry several back to back). Throws if it does not fit.
 std::size_t sparse_message_length(std::span<const std::byte> bytes, const Expectation& expect);
 
+// Validates a sparse message without a mask and returns its entries in place: the view points into
+// `message`, which must outlive it and stay unchanged.
+SparseView decode_sparse_view(std::span<const std::byte> message, const Expectation& expect);
+
+// Where a sparse message's entries go when they are written in place (see prepare_sparse).
+struct SparseSlots {
+  std::uint32_t* indices = nullptr;
+  float* values = nullptr;
+};
+// Sizes `out` for a sparse message of `count` entries without a mask and writes its header; the
+// caller then writes the entries (ascending indices) through the returned pointers.
+SparseSlots prepare_sparse(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, std::size_t count,
+                           std::vector<std::byte>& out);
+
 // Decodes a sparse message into out (out.dim = n) and its mask (one byte per bit, 0 or 1) into
 // mask. expected_mask_bits, if not SIZE_MAX, must equal the mask length sent.
 void decode_sparse(std::span<const std::byte> message, const Expectation& expect, SparseVector& out,
