@@ -58,10 +58,36 @@ size_t FindSharedImpl(const uint32_t* HWY_RESTRICT a, size_t na, const uint32_t*
   return SharedTail(a, i, na, b, j, nb, a_pos, b_pos, count);
 }
 
-size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const uint32_t* HWY_RESTRICT idx,
-                           const float* HWY_RESTRICT val, uint32_t threshold, uint32_t tie_cutoff,
-                           uint32_t* HWY_RESTRICT out_idx, float* HWY_RESTRICT out_val,
-                           uint32_t* HWY_RESTRICT out_pos) {
+// The selection key of entry i: keys[i], or, without a keys array, magnitude key + 1 of val[i]
+// (sparse_merge.cpp reserves key 0 for excluded entries).
+template <bool kFromValues>
+struct SelectionKeys {
+  const uint32_t* keys;
+  const float* val;
+  template <class D>
+  auto Load(D d, size_t i) const {
+    if constexpr (kFromValues) {
+      const auto bits = hn::BitCast(d, hn::LoadU(hn::RebindToFloat<D>(), val + i));
+      return hn::Add(hn::And(bits, hn::Set(d, 0x7FFFFFFF)), hn::Set(d, 1));
+    } else {
+      return hn::BitCast(d, hn::LoadU(hn::RebindToUnsigned<D>(), keys + i));
+    }
+  }
+  uint32_t Scalar(size_t i) const {
+    if constexpr (kFromValues) {
+      uint32_t bits;
+      __builtin_memcpy(&bits, val + i, 4);
+      return (bits & 0x7FFFFFFFu) + 1;
+    } else {
+      return keys[i];
+    }
+  }
+};
+
+template <bool kFromValues>
+size_t CompactLoop(SelectionKeys<kFromValues> keys, size_t n, const uint32_t* HWY_RESTRICT idx,
+                   const float* HWY_RESTRICT val, uint32_t threshold, uint32_t tie_cutoff,
+                   uint32_t* HWY_RESTRICT out_idx, float* HWY_RESTRICT out_val, uint32_t* HWY_RESTRICT out_pos) {
   const DU du;
   const DI di;
   const DF df;
@@ -76,7 +102,7 @@ size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const ui
   size_t written = 0;
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const auto key = hn::BitCast(di, hn::LoadU(du, keys + i));
+    const auto key = keys.Load(di, i);
     const auto index = hn::LoadU(du, idx + i);
     const auto beyond_cutoff = hn::Gt(hn::BitCast(di, hn::Xor(index, flip)), vcutoff);
     const auto keep = hn::Or(hn::Gt(key, vthreshold), hn::AndNot(beyond_cutoff, hn::Eq(key, vthreshold)));
@@ -88,31 +114,49 @@ size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const ui
     position = hn::Add(position, step);
   }
   for (; i < n; ++i) {
+    const uint32_t key = keys.Scalar(i);
     out_idx[written] = idx[i];
     out_val[written] = val[i];
     out_pos[written] = static_cast<uint32_t>(i);
-    written += keys[i] > threshold || (keys[i] == threshold && idx[i] <= tie_cutoff);
+    written += key > threshold || (key == threshold && idx[i] <= tie_cutoff);
   }
   return written;
 }
 
-size_t IndicesWithKeyImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const uint32_t* HWY_RESTRICT idx,
-                          uint32_t key, uint32_t* HWY_RESTRICT out) {
+size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const uint32_t* HWY_RESTRICT idx,
+                           const float* HWY_RESTRICT val, uint32_t threshold, uint32_t tie_cutoff,
+                           uint32_t* HWY_RESTRICT out_idx, float* HWY_RESTRICT out_val,
+                           uint32_t* HWY_RESTRICT out_pos) {
+  if (keys == nullptr) {
+    return CompactLoop<true>({keys, val}, n, idx, val, threshold, tie_cutoff, out_idx, out_val, out_pos);
+  }
+  return CompactLoop<false>({keys, val}, n, idx, val, threshold, tie_cutoff, out_idx, out_val, out_pos);
+}
+
+template <bool kFromValues>
+size_t IndicesWithKeyLoop(SelectionKeys<kFromValues> keys, size_t n, const uint32_t* HWY_RESTRICT idx, uint32_t key,
+                          uint32_t* HWY_RESTRICT out) {
   const DU du;
   const size_t lanes = hn::Lanes(du);
   const auto vkey = hn::Set(du, key);
   size_t written = 0;
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const auto hit = hn::Eq(hn::LoadU(du, keys + i), vkey);
+    const auto hit = hn::Eq(keys.Load(du, i), vkey);
     hn::CompressStore(hn::LoadU(du, idx + i), hit, du, out + written);
     written += hn::CountTrue(du, hit);
   }
   for (; i < n; ++i) {
     out[written] = idx[i];
-    written += keys[i] == key;
+    written += keys.Scalar(i) == key;
   }
   return written;
+}
+
+size_t IndicesWithKeyImpl(const uint32_t* HWY_RESTRICT keys, const float* HWY_RESTRICT val, size_t n,
+                          const uint32_t* HWY_RESTRICT idx, uint32_t key, uint32_t* HWY_RESTRICT out) {
+  if (keys == nullptr) return IndicesWithKeyLoop<true>({keys, val}, n, idx, key, out);
+  return IndicesWithKeyLoop<false>({keys, val}, n, idx, key, out);
 }
 
 }  // namespace sparsgd::collectives::HWY_NAMESPACE
@@ -130,16 +174,16 @@ std::size_t find_shared_indices(std::span<const std::uint32_t> a, std::span<cons
   return HWY_DYNAMIC_DISPATCH(FindSharedImpl)(a.data(), a.size(), b.data(), b.size(), a_pos, b_pos);
 }
 
-std::size_t compact_selected(std::span<const std::uint32_t> keys, const std::uint32_t* idx, const float* val,
-                             std::uint32_t threshold, std::uint32_t tie_cutoff, std::uint32_t* out_idx,
-                             float* out_val, std::uint32_t* out_pos) {
-  return HWY_DYNAMIC_DISPATCH(CompactSelectedImpl)(keys.data(), keys.size(), idx, val, threshold, tie_cutoff,
-                                                   out_idx, out_val, out_pos);
+std::size_t compact_selected(SelectionKeys keys, const std::uint32_t* idx, const float* val, std::uint32_t threshold,
+                             std::uint32_t tie_cutoff, std::uint32_t* out_idx, float* out_val,
+                             std::uint32_t* out_pos) {
+  return HWY_DYNAMIC_DISPATCH(CompactSelectedImpl)(keys.keys, keys.count, idx, val, threshold, tie_cutoff, out_idx,
+                                                   out_val, out_pos);
 }
 
-std::size_t indices_with_key(std::span<const std::uint32_t> keys, const std::uint32_t* idx, std::uint32_t key,
+std::size_t indices_with_key(SelectionKeys keys, const float* val, const std::uint32_t* idx, std::uint32_t key,
                              std::uint32_t* out) {
-  return HWY_DYNAMIC_DISPATCH(IndicesWithKeyImpl)(keys.data(), keys.size(), idx, key, out);
+  return HWY_DYNAMIC_DISPATCH(IndicesWithKeyImpl)(keys.keys, val, keys.count, idx, key, out);
 }
 
 }  // namespace sparsgd::collectives

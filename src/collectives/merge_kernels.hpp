@@ -17,16 +17,23 @@ inline constexpr std::size_t kCompactPadding = 64;
 std::size_t find_shared_indices(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                                 std::uint32_t* a_pos, std::uint32_t* b_pos);
 
-// Keeps entry i (index idx[i], value val[i]) if keys[i] > threshold, or keys[i] == threshold and
-// idx[i] <= tie_cutoff; writes the kept entries in order, with their positions i, and returns how
-// many. Keys must be below 2^31. The outputs need keys.size() + kCompactPadding slots.
-std::size_t compact_selected(std::span<const std::uint32_t> keys, const std::uint32_t* idx, const float* val,
-                             std::uint32_t threshold, std::uint32_t tie_cutoff, std::uint32_t* out_idx,
-                             float* out_val, std::uint32_t* out_pos);
+// The selection keys of n entries: keys[0..count), or, where `keys` is null, magnitude key + 1 of
+// each entry's value, made on the fly (key 0 is left for entries excluded from the selection).
+struct SelectionKeys {
+  const std::uint32_t* keys = nullptr;
+  std::size_t count = 0;
+};
 
-// Writes idx[i] for every i with keys[i] == key, in order, and returns how many. `out` needs
-// keys.size() + kCompactPadding slots.
-std::size_t indices_with_key(std::span<const std::uint32_t> keys, const std::uint32_t* idx, std::uint32_t key,
+// Keeps entry i (index idx[i], value val[i]) if key i > threshold, or key i == threshold and
+// idx[i] <= tie_cutoff; writes the kept entries in order, with their positions i, and returns how
+// many. Keys must be below 2^31. The outputs need keys.count + kCompactPadding slots.
+std::size_t compact_selected(SelectionKeys keys, const std::uint32_t* idx, const float* val, std::uint32_t threshold,
+                             std::uint32_t tie_cutoff, std::uint32_t* out_idx, float* out_val,
+                             std::uint32_t* out_pos);
+
+// Writes idx[i] for every i whose key equals `key`, in order, and returns how many. `out` needs
+// keys.count + kCompactPadding slots.
+std::size_t indices_with_key(SelectionKeys keys, const float* val, const std::uint32_t* idx, std::uint32_t key,
                              std::uint32_t* out);
 
 }  // namespace sparsgd::collectives

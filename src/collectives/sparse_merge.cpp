@@ -93,17 +93,17 @@ void merge_by_index(const TopkMerger::Survivors& a, std::size_t na, const TopkMe
 
 }  // namespace
 
-std::uint32_t TopkMerger::tie_cutoff(SparseView own, SparseView incoming, std::uint32_t threshold,
-                                     std::size_t ties_taken) {
+std::uint32_t TopkMerger::tie_cutoff(SelectionKeys own_keys, const float* own_values, const std::uint32_t* own_indices,
+                                     SelectionKeys incoming_keys, const std::uint32_t* incoming_indices,
+                                     const float* incoming_values, std::uint32_t threshold, std::size_t ties_taken) {
   // Only some of the entries at the threshold fit: the lowest indices among them, over both sides.
-  const std::size_t na = own.size();
-  const std::size_t nb = incoming.size();
-  if (ties_own_.size() < na + kCompactPadding) ties_own_.resize(na + kCompactPadding);
-  if (ties_incoming_.size() < nb + kCompactPadding) ties_incoming_.resize(nb + kCompactPadding);
-  const std::size_t from_own = indices_with_key(std::span(keys_.data(), na), own.indices.data(), threshold,
-                                                ties_own_.data());
-  const std::size_t from_incoming = indices_with_key(std::span(keys_.data() + na, nb), incoming.indices.data(),
-                                                     threshold, ties_incoming_.data());
+  if (ties_own_.size() < own_keys.count + kCompactPadding) ties_own_.resize(own_keys.count + kCompactPadding);
+  if (ties_incoming_.size() < incoming_keys.count + kCompactPadding) {
+    ties_incoming_.resize(incoming_keys.count + kCompactPadding);
+  }
+  const std::size_t from_own = indices_with_key(own_keys, own_values, own_indices, threshold, ties_own_.data());
+  const std::size_t from_incoming =
+      indices_with_key(incoming_keys, incoming_values, incoming_indices, threshold, ties_incoming_.data());
   ties_.resize(from_own + from_incoming);
   std::merge(ties_own_.begin(), ties_own_.begin() + static_cast<std::ptrdiff_t>(from_own), ties_incoming_.begin(),
              ties_incoming_.begin() + static_cast<std::ptrdiff_t>(from_incoming), ties_.begin());
@@ -122,21 +122,35 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   shared_incoming_.resize(std::min(na, nb) + 1);
   const std::size_t shared = find_shared_indices(own.indices, incoming.indices, shared_own_.data(),
                                                  shared_incoming_.data());
+  // Selection keys are made from the values on the fly. Where indices are shared, the own copy
+  // holds the sum and the incoming copy is zeroed (in scratch copies of the values): a zero's key
+  // lies below every threshold but the lowest, so it is never selected unless the k-th largest
+  // magnitude is itself zero, or everything fits; only then are the keys stored, with the incoming
+  // copies' keys set to kExcluded.
   const float* own_values = own.values.data();
-  keys_.resize(na + nb);
-  for (std::size_t i = 0; i < na; ++i) keys_[i] = selection_key(own.values[i]);
-  for (std::size_t j = 0; j < nb; ++j) keys_[na + j] = selection_key(incoming.values[j]);
+  const float* incoming_values = incoming.values.data();
+  SelectionKeys own_keys{nullptr, na};
+  SelectionKeys incoming_keys{nullptr, nb};
   if (shared > 0) {
     own_values_.assign(own.values.begin(), own.values.end());
+    incoming_values_.assign(incoming.values.begin(), incoming.values.end());
     for (std::size_t s = 0; s < shared; ++s) {
       const std::uint32_t i = shared_own_[s];
       const std::uint32_t j = shared_incoming_[s];
       own_values_[i] += incoming.values[j];  // own + incoming, as the reference adds
-      keys_[i] = selection_key(own_values_[i]);
-      keys_[na + j] = kExcluded;
+      incoming_values_[j] = 0.0f;
     }
     own_values = own_values_.data();
+    incoming_values = incoming_values_.data();
   }
+  auto store_keys = [&] {
+    keys_.resize(na + nb);
+    for (std::size_t i = 0; i < na; ++i) keys_[i] = selection_key(own_values[i]);
+    for (std::size_t j = 0; j < nb; ++j) keys_[na + j] = selection_key(incoming_values[j]);
+    for (std::size_t s = 0; s < shared; ++s) keys_[na + shared_incoming_[s]] = kExcluded;
+    own_keys.keys = keys_.data();
+    incoming_keys.keys = keys_.data() + na;
+  };
 
   // The k largest of the union: everything if it fits, else by the k-th largest key, with ties
   // at that key taken by lower index.
@@ -145,20 +159,29 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   std::uint32_t threshold = kExcluded + 1;
   std::uint32_t cutoff = kSentinel;
   if (union_size > k) {
-    const select::KthKey kth = select::kth_largest_of_keys(keys_, k, scratch_);
+    select::KthKey kth = select::kth_largest_of_values({own_values, na}, {incoming_values, nb}, kExcluded + 1, k,
+                                                       scratch_);
+    if (shared > 0 && kth.key == kExcluded + 1) {
+      store_keys();
+      kth = select::kth_largest_of_keys(keys_, k, scratch_);
+    }
     threshold = kth.key;
     const std::size_t ties_taken = k - kth.greater;
-    if (kth.equal != ties_taken) cutoff = tie_cutoff(own, incoming, threshold, ties_taken);
+    if (kth.equal != ties_taken) {
+      cutoff = tie_cutoff(own_keys, own_values, own.indices.data(), incoming_keys, incoming.indices.data(),
+                          incoming_values, threshold, ties_taken);
+    }
+  } else if (shared > 0) {
+    store_keys();
   }
   resize_for_compaction(own_survivors_, na);
   resize_for_compaction(incoming_survivors_, nb);
   Survivors& a = own_survivors_;
   Survivors& b = incoming_survivors_;
-  const std::size_t ca = compact_selected(std::span(keys_.data(), na), own.indices.data(), own_values, threshold,
-                                          cutoff, a.indices.data(), a.values.data(), a.positions.data());
-  const std::size_t cb = compact_selected(std::span(keys_.data() + na, nb), incoming.indices.data(),
-                                          incoming.values.data(), threshold, cutoff, b.indices.data(),
-                                          b.values.data(), b.positions.data());
+  const std::size_t ca = compact_selected(own_keys, own.indices.data(), own_values, threshold, cutoff, a.indices.data(),
+                                          a.values.data(), a.positions.data());
+  const std::size_t cb = compact_selected(incoming_keys, incoming.indices.data(), incoming_values, threshold, cutoff,
+                                          b.indices.data(), b.values.data(), b.positions.data());
   SPARSGD_ENFORCE_EQ(ca + cb, m, "gTop-k merge selected the wrong number of entries");
   a.indices[ca] = kSentinel;
   a.positions[ca] = static_cast<std::uint32_t>(na);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "collectives/merge_kernels.hpp"
 #include "sparsgd/core/sparse_vector.hpp"
 
 namespace sparsgd::collectives {
@@ -42,11 +43,14 @@ class TopkMerger {
   };
 
  private:
-  std::uint32_t tie_cutoff(SparseView own, SparseView incoming, std::uint32_t threshold, std::size_t ties_taken);
+  std::uint32_t tie_cutoff(SelectionKeys own_keys, const float* own_values, const std::uint32_t* own_indices,
+                           SelectionKeys incoming_keys, const std::uint32_t* incoming_indices,
+                           const float* incoming_values, std::uint32_t threshold, std::size_t ties_taken);
 
   std::vector<std::uint32_t> shared_own_, shared_incoming_;
   std::vector<std::uint32_t> keys_, scratch_;
-  std::vector<float> own_values_;  // own's values with the shared indices' sums, when there are any
+  // Where indices are shared: own's values with the sums there, incoming's with zeros there.
+  std::vector<float> own_values_, incoming_values_;
   std::vector<std::uint32_t> ties_own_, ties_incoming_, ties_;
   Survivors own_survivors_, incoming_survivors_;
 };

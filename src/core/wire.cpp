@@ -1,5 +1,7 @@
 #include "sparsgd/core/wire.hpp"
 
+#include "core/wire_kernels.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -143,15 +145,8 @@ Header validate_sparse_frame(std::span<const std::byte> message, const Expectati
 // Every entry: index in range and strictly ascending, value finite.
 void validate_entries(const std::uint32_t* idx, const float* val, std::size_t count, std::uint32_t n,
                       const Expectation& expect) {
-  // Branch-free checks first (they vectorize); the slow loop below only names the culprit.
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] >= n);
-  for (std::size_t i = 1; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] <= idx[i - 1]);
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &val[i], 4);
-    bad |= static_cast<std::uint32_t>((bits & 0x7FFFFFFFu) >= 0x7F800000u);
-  }
+  // The vectorized check first; the slow loop below only names the culprit.
+  const bool bad = !entries_valid(idx, val, count, n);
   for (std::size_t i = 0; bad && i < count; ++i) {
     if (idx[i] >= n) fail(expect, "index " + std::to_string(idx[i]) + " out of range for n = " + std::to_string(n));
     if (i > 0 && idx[i] <= idx[i - 1]) fail(expect, "indices not strictly ascending");

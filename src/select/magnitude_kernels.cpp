@@ -119,18 +119,31 @@ FilterCounts FilterGreaterImpl(const float* HWY_RESTRICT x, size_t n, uint32_t p
 }
 
 
-// Keys above `hi` are counted; keys in [lo, hi] are stored (compressed) to band_out.
-size_t KeyBandImpl(const uint32_t* HWY_RESTRICT keys, size_t n, uint32_t lo, uint32_t hi,
-                   uint32_t* HWY_RESTRICT band_out, size_t* above_out) {
+// Keys above `hi` are counted; keys in [lo, hi] are stored (compressed) to band_out. The keys are
+// read from an array, or made from values as magnitude key + offset.
+template <bool kFromValues>
+size_t BandLoop(const void* HWY_RESTRICT source, size_t n, uint32_t offset, uint32_t lo, uint32_t hi,
+                uint32_t* HWY_RESTRICT band_out, size_t* above_out) {
   const DI di;
   const size_t lanes = hn::Lanes(di);
+  const auto* ints = static_cast<const int32_t*>(source);
+  const auto sign_off = hn::Set(di, 0x7FFFFFFF);
+  const auto voffset = hn::Set(di, static_cast<int32_t>(offset));
+  auto load_key = [&](size_t i) {
+    if constexpr (kFromValues) return hn::Add(hn::And(hn::LoadU(di, ints + i), sign_off), voffset);
+    return hn::LoadU(di, ints + i);
+  };
+  auto scalar_key = [&](size_t i) {
+    const auto bits = static_cast<uint32_t>(ints[i]);
+    return kFromValues ? (bits & 0x7FFFFFFFu) + offset : bits;
+  };
   const auto vlo = hn::Set(di, static_cast<int32_t>(lo));
   const auto vhi = hn::Set(di, static_cast<int32_t>(hi));
   auto above_lanes = hn::Zero(di);
   size_t stored = 0;
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const auto key = hn::LoadU(di, reinterpret_cast<const int32_t*>(keys) + i);
+    const auto key = load_key(i);
     const auto over = hn::Gt(key, vhi);
     above_lanes = hn::Sub(above_lanes, hn::VecFromMask(di, over));
     const auto in_band = hn::AndNot(over, hn::Not(hn::Lt(key, vlo)));
@@ -144,12 +157,23 @@ size_t KeyBandImpl(const uint32_t* HWY_RESTRICT keys, size_t n, uint32_t lo, uin
     for (size_t l = 0; l < lanes; ++l) above += static_cast<uint32_t>(per_lane[l]);
   }
   for (; i < n; ++i) {
-    above += keys[i] > hi;
-    band_out[stored] = keys[i];
-    stored += keys[i] >= lo && keys[i] <= hi;
+    const uint32_t key = scalar_key(i);
+    above += key > hi;
+    band_out[stored] = key;
+    stored += key >= lo && key <= hi;
   }
   *above_out = above;
   return stored;
+}
+
+size_t KeyBandImpl(const uint32_t* HWY_RESTRICT keys, size_t n, uint32_t lo, uint32_t hi,
+                   uint32_t* HWY_RESTRICT band_out, size_t* above_out) {
+  return BandLoop<false>(keys, n, 0, lo, hi, band_out, above_out);
+}
+
+size_t ValueBandImpl(const float* HWY_RESTRICT values, size_t n, uint32_t offset, uint32_t lo, uint32_t hi,
+                     uint32_t* HWY_RESTRICT band_out, size_t* above_out) {
+  return BandLoop<true>(values, n, offset, lo, hi, band_out, above_out);
 }
 
 // Sums of (x - shift) and (x - shift)^2 over blocks short enough that float lanes lose little,
@@ -203,6 +227,7 @@ HWY_EXPORT(MaxKeyImpl);
 HWY_EXPORT(FilterGreaterImpl);
 HWY_EXPORT(SumsImpl);
 HWY_EXPORT(KeyBandImpl);
+HWY_EXPORT(ValueBandImpl);
 
 std::uint32_t max_magnitude_key(std::span<const float> x) {
   return HWY_DYNAMIC_DISPATCH(MaxKeyImpl)(x.data(), x.size());
@@ -222,6 +247,14 @@ FilterCounts filter_greater(std::span<const float> x, std::uint32_t pivot, std::
 KeyBand key_band(std::span<const std::uint32_t> keys, std::uint32_t lo, std::uint32_t hi, std::uint32_t* band_out) {
   KeyBand band;
   band.in_band = HWY_DYNAMIC_DISPATCH(KeyBandImpl)(keys.data(), keys.size(), lo, hi, band_out, &band.above);
+  return band;
+}
+
+KeyBand key_band_of_values(std::span<const float> values, std::uint32_t key_offset, std::uint32_t lo, std::uint32_t hi,
+                           std::uint32_t* band_out) {
+  KeyBand band;
+  band.in_band =
+      HWY_DYNAMIC_DISPATCH(ValueBandImpl)(values.data(), values.size(), key_offset, lo, hi, band_out, &band.above);
   return band;
 }
 

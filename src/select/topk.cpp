@@ -279,16 +279,38 @@ KthKey kth_largest_of_keys_radix(std::span<const std::uint32_t> keys, std::size_
   }
 }
 
+// Where the keys come from: an array, or two arrays of values (key = magnitude key + offset).
+struct KeyArray {
+  std::span<const std::uint32_t> keys;
+  std::size_t size() const { return keys.size(); }
+  std::uint32_t key(std::size_t i) const { return keys[i]; }
+  KeyBand band(std::uint32_t lo, std::uint32_t hi, std::uint32_t* out) const { return key_band(keys, lo, hi, out); }
+};
+
+struct ValueArrays {
+  std::span<const float> a, b;
+  std::uint32_t offset;
+  std::size_t size() const { return a.size() + b.size(); }
+  std::uint32_t key(std::size_t i) const {
+    return magnitude_key(i < a.size() ? a[i] : b[i - a.size()]) + offset;
+  }
+  KeyBand band(std::uint32_t lo, std::uint32_t hi, std::uint32_t* out) const {
+    const KeyBand from_a = key_band_of_values(a, offset, lo, hi, out);
+    const KeyBand from_b = key_band_of_values(b, offset, lo, hi, out + from_a.in_band);
+    return {from_a.above + from_b.above, from_a.in_band + from_b.in_band};
+  }
+};
+
 // A strided sample brackets the k-th largest key; one vectorized pass counts the keys above the
 // bracket and keeps those inside it, and the exact answer is selected among those few. Empty when
 // the sample misjudged (the answer lies outside the bracket): the caller falls back to radix.
-std::optional<KthKey> kth_largest_of_keys_sampled(std::span<const std::uint32_t> keys, std::size_t k,
-                                                  std::vector<std::uint32_t>& scratch) {
+template <typename Source>
+std::optional<KthKey> kth_largest_sampled(const Source& source, std::size_t k, std::vector<std::uint32_t>& scratch) {
   constexpr std::size_t kSample = 1024;
-  const std::size_t n = keys.size();
+  const std::size_t n = source.size();
   const std::size_t stride = n / kSample;
   std::uint32_t sample[kSample];
-  for (std::size_t i = 0; i < kSample; ++i) sample[i] = keys[i * stride + stride / 2];
+  for (std::size_t i = 0; i < kSample; ++i) sample[i] = source.key(i * stride + stride / 2);
   // The sample's rank of the answer (from the top) is about k / stride, give or take
   // sqrt(kSample q (1 - q)); a margin of three of those leaves the bracket wrong rarely.
   const double q = static_cast<double>(k) / static_cast<double>(n);
@@ -309,7 +331,7 @@ std::optional<KthKey> kth_largest_of_keys_sampled(std::span<const std::uint32_t>
     hi = sample[top_rank];
   }
   if (scratch.size() < n + filter_padding()) scratch.resize(n + filter_padding());
-  const KeyBand band = key_band(keys, lo, hi, scratch.data());
+  const KeyBand band = source.band(lo, hi, scratch.data());
   if (band.above >= k || band.above + band.in_band < k) return std::nullopt;
   // The band's keys span a narrow range, which the radix select's range-fitted bins split in about
   // one pass (it compacts within scratch, behind its reads).
@@ -324,9 +346,23 @@ std::optional<KthKey> kth_largest_of_keys_sampled(std::span<const std::uint32_t>
 KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch) {
   SPARSGD_ENFORCE(k >= 1 && k <= keys.size(), "k-th largest needs 1 <= k <= n");
   if (keys.size() >= kSampledKeysMinimum) {
-    if (const auto kth = kth_largest_of_keys_sampled(keys, k, scratch)) return *kth;
+    if (const auto kth = kth_largest_sampled(KeyArray{keys}, k, scratch)) return *kth;
   }
   return kth_largest_of_keys_radix(keys, k, scratch);
+}
+
+KthKey kth_largest_of_values(std::span<const float> a, std::span<const float> b, std::uint32_t key_offset,
+                             std::size_t k, std::vector<std::uint32_t>& scratch) {
+  const ValueArrays source{a, b, key_offset};
+  const std::size_t n = source.size();
+  SPARSGD_ENFORCE(k >= 1 && k <= n, "k-th largest needs 1 <= k <= n");
+  if (n >= kSampledKeysMinimum) {
+    if (const auto kth = kth_largest_sampled(source, k, scratch)) return *kth;
+  }
+  // Rare (small inputs, or a misleading sample): the keys once, then the radix select over them.
+  if (scratch.size() < n) scratch.resize(n);
+  for (std::size_t i = 0; i < n; ++i) scratch[i] = source.key(i);
+  return kth_largest_of_keys_radix(std::span(scratch.data(), n), k, scratch);
 }
 
 TopkPath topk(std::span<const float> x, std::size_t k, std::span<std::uint32_t> out_indices,

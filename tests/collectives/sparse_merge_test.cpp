@@ -285,33 +285,85 @@ TEST(KthLargestOfKeys, MatchesNthElement) {
   }
 }
 
+// With a keys array, and with the keys made from the values (magnitude key + 1).
 TEST(CompactSelected, MatchesALoop) {
   Rng rng(11);
-  for (const std::size_t n : {0u, 1u, 7u, 16u, 33u, 1000u}) {
-    std::vector<std::uint32_t> keys(n), idx(n);
-    std::vector<float> val(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      keys[i] = static_cast<std::uint32_t>(rng.below(8));
-      idx[i] = static_cast<std::uint32_t>(i * 1000003u + (i % 2 ? 0x90000000u : 0u));
-      val[i] = static_cast<float>(i);
-    }
-    for (const std::uint32_t threshold : {0u, 3u, 7u}) {
-      for (const std::uint32_t cutoff : {0u, 5000000u, 0x90000000u, std::numeric_limits<std::uint32_t>::max()}) {
-        std::vector<std::uint32_t> out_idx(n + kCompactPadding), out_pos(n + kCompactPadding);
-        std::vector<float> out_val(n + kCompactPadding);
-        const std::size_t count = compact_selected(keys, idx.data(), val.data(), threshold, cutoff, out_idx.data(),
-                                                   out_val.data(), out_pos.data());
-        std::size_t w = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          if (keys[i] > threshold || (keys[i] == threshold && idx[i] <= cutoff)) {
-            ASSERT_LT(w, count);
-            ASSERT_EQ(out_idx[w], idx[i]);
-            ASSERT_EQ(out_val[w], val[i]);
-            ASSERT_EQ(out_pos[w], i);
-            ++w;
+  for (const bool from_values : {false, true}) {
+    for (const std::size_t n : {0u, 1u, 7u, 16u, 33u, 1000u}) {
+      std::vector<std::uint32_t> keys(n), idx(n);
+      std::vector<float> val(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        // Values from a few magnitudes and both signs, so that keys tie.
+        val[i] = static_cast<float>(static_cast<int>(rng.below(8)) - 4) * 0.25f;
+        keys[i] = from_values ? select::magnitude_key(val[i]) + 1 : static_cast<std::uint32_t>(rng.below(8));
+        idx[i] = static_cast<std::uint32_t>(i * 1000003u + (i % 2 ? 0x90000000u : 0u));
+      }
+      const SelectionKeys selection{from_values ? nullptr : keys.data(), n};
+      std::vector<std::uint32_t> thresholds = {0u, 3u, 7u};
+      if (from_values) thresholds = {1u, select::magnitude_key(0.5f) + 1, select::magnitude_key(1.0f) + 1};
+      for (const std::uint32_t threshold : thresholds) {
+        for (const std::uint32_t cutoff : {0u, 5000000u, 0x90000000u, std::numeric_limits<std::uint32_t>::max()}) {
+          std::vector<std::uint32_t> out_idx(n + kCompactPadding), out_pos(n + kCompactPadding);
+          std::vector<float> out_val(n + kCompactPadding);
+          const std::size_t count = compact_selected(selection, idx.data(), val.data(), threshold, cutoff,
+                                                     out_idx.data(), out_val.data(), out_pos.data());
+          std::vector<std::uint32_t> ties(n + kCompactPadding);
+          const std::size_t tie_count = indices_with_key(selection, val.data(), idx.data(), threshold, ties.data());
+          std::size_t w = 0, t = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            if (keys[i] == threshold) {
+              ASSERT_LT(t, tie_count);
+              ASSERT_EQ(ties[t++], idx[i]);
+            }
+            if (keys[i] > threshold || (keys[i] == threshold && idx[i] <= cutoff)) {
+              ASSERT_LT(w, count);
+              ASSERT_EQ(out_idx[w], idx[i]);
+              ASSERT_EQ(out_val[w], val[i]);
+              ASSERT_EQ(out_pos[w], i);
+              ++w;
+            }
           }
+          ASSERT_EQ(count, w) << "n " << n << " threshold " << threshold << " cutoff " << cutoff;
+          ASSERT_EQ(tie_count, t);
         }
-        ASSERT_EQ(count, w) << "n " << n << " threshold " << threshold << " cutoff " << cutoff;
+      }
+    }
+  }
+}
+
+// The k-th largest key made from two arrays of values, against nth_element over the keys.
+TEST(KthLargestOfValues, MatchesNthElement) {
+  Rng rng(13);
+  std::vector<std::uint32_t> scratch;
+  for (const std::size_t na : {0u, 1u, 5000u, 25000u}) {
+    for (const std::size_t nb : {1u, 4000u, 25000u}) {
+      for (const int levels : {0, 5}) {  // continuous values, or five magnitudes (many ties)
+        std::vector<float> a(na), b(nb);
+        auto draw_value = [&] {
+          return levels == 0 ? static_cast<float>(rng.uniform() * 8.0 - 4.0)
+                             : static_cast<float>(static_cast<int>(rng.below(2 * levels + 1)) - levels);
+        };
+        for (float& v : a) v = draw_value();
+        for (float& v : b) v = draw_value();
+        std::vector<std::uint32_t> keys;
+        for (const float v : a) keys.push_back(select::magnitude_key(v) + 1);
+        for (const float v : b) keys.push_back(select::magnitude_key(v) + 1);
+        const std::size_t n = keys.size();
+        for (const std::size_t k : {std::size_t{1}, n / 2 + 1, n}) {
+          if (k > n) continue;
+          const select::KthKey got = select::kth_largest_of_values(a, b, 1, k, scratch);
+          auto sorted = keys;
+          std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k - 1), sorted.end(),
+                           std::greater<>());
+          std::size_t greater = 0, equal = 0;
+          for (const std::uint32_t key : keys) {
+            greater += key > sorted[k - 1];
+            equal += key == sorted[k - 1];
+          }
+          ASSERT_EQ(got.key, sorted[k - 1]) << na << " + " << nb << " k " << k;
+          ASSERT_EQ(got.greater, greater) << na << " + " << nb << " k " << k;
+          ASSERT_EQ(got.equal, equal) << na << " + " << nb << " k " << k;
+        }
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/wire_kernels.hpp"
 #include "sparsgd/core/wire.hpp"
 
 namespace sparsgd::wire {
@@ -76,6 +77,42 @@ TEST(Wire, InPlaceViewAndPreparedMessage) {
   EXPECT_EQ(static_cast<const void*>(v.indices.data()), static_cast<const void*>(out.data() + kHeaderBytes));
   const SparseView empty = decode_sparse_view(message({}, {}), kExpect);
   EXPECT_EQ(empty.size(), 0u);
+}
+
+// The vectorized entry check against a plain loop, with one fault of each kind at every position
+// (so at every lane and in the scalar head and tail), for sizes around the vector widths.
+TEST(Wire, EntryCheckFindsEveryFaultAtEveryPosition) {
+  const std::uint32_t n = 1000;
+  auto plain = [&](const std::vector<std::uint32_t>& idx, const std::vector<float>& val) {
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      if (idx[i] >= n || !std::isfinite(val[i]) || (i > 0 && idx[i] <= idx[i - 1])) return false;
+    }
+    return true;
+  };
+  for (std::size_t count = 0; count <= 70; ++count) {
+    std::vector<std::uint32_t> idx(count);
+    std::vector<float> val(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      idx[i] = static_cast<std::uint32_t>(3 * i + 7);
+      val[i] = (i % 2 ? -1.0f : 1.0f) * static_cast<float>(i);
+    }
+    ASSERT_TRUE(entries_valid(idx.data(), val.data(), count, n)) << count;
+    for (std::size_t at = 0; at < count; ++at) {
+      for (int fault = 0; fault < 5; ++fault) {
+        auto bad_idx = idx;
+        auto bad_val = val;
+        switch (fault) {
+          case 0: bad_idx[at] = n; break;                                                 // out of range
+          case 1: bad_idx[at] = 0xFFFFFFFFu; break;                                       // far out of range
+          case 2: bad_idx[at] = at > 0 ? bad_idx[at - 1] : 0; break;                      // repeated
+          case 3: bad_val[at] = std::numeric_limits<float>::quiet_NaN(); break;           // NaN
+          case 4: bad_val[at] = -std::numeric_limits<float>::infinity(); break;           // Inf
+        }
+        ASSERT_EQ(entries_valid(bad_idx.data(), bad_val.data(), count, n), plain(bad_idx, bad_val))
+            << "count " << count << " fault " << fault << " at " << at;
+      }
+    }
+  }
 }
 
 TEST(Wire, EmptyMessage) {

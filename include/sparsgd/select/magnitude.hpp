@@ -45,6 +45,10 @@ struct KeyBand {
 // One pass over keys (each < 2^31): counts those above hi and stores those in [lo, hi], in order,
 // to band_out, which needs keys.size() + filter_padding() slots.
 KeyBand key_band(std::span<const std::uint32_t> keys, std::uint32_t lo, std::uint32_t hi, std::uint32_t* band_out);
+// The same over the keys magnitude_key(v) + key_offset of finite values (the sum must stay below
+// 2^31), made on the fly.
+KeyBand key_band_of_values(std::span<const float> values, std::uint32_t key_offset, std::uint32_t lo, std::uint32_t hi,
+                           std::uint32_t* band_out);
 
 // Throws InvalidData naming the first entry of x that is NaN or Inf, if any; `what` names the
 // array in the message ("gradient", ...).

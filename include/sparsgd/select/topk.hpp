@@ -61,4 +61,9 @@ KthKey kth_largest_key_radix(std::span<const float> x, std::size_t k);
 // 1 <= k <= keys.size().
 KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch);
 
+// The same over the keys magnitude_key(v) + key_offset of the finite values of a and b together,
+// made on the fly rather than stored (key_offset lets a caller reserve key values below it).
+KthKey kth_largest_of_values(std::span<const float> a, std::span<const float> b, std::uint32_t key_offset,
+                             std::size_t k, std::vector<std::uint32_t>& scratch);
+
 }  // namespace sparsgd::select
