@@ -55,6 +55,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
     // place, so no copy before sending) or, after the last merge, in out.sum. Before any merge it is
     // the caller's selection, which is encoded once for the first send.
     SparseView current = view_of(local);
+    float* current_writable = nullptr;  // current's values, once they are this rank's own buffer
     const std::vector<std::byte>* encoded = nullptr;
     int spare = 0;  // which of outgoing_ the next merge writes into
     std::size_t merges_left = static_cast<std::size_t>(has_folded) + static_cast<std::size_t>(std::countr_zero(
@@ -76,7 +77,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
             }
             return written;
           },
-          own_moves_, incoming_moves);
+          own_moves_, incoming_moves, incoming_writable(incoming, current_writable));
       own_.follow(own_moves_);
       if (has_folded && incoming_moves == nullptr) folded_.follow(own_moves_);
       if (last) {
@@ -84,6 +85,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
         encoded = nullptr;
       } else {
         current = {local.dim, {written.indices, m}, {written.values, m}};
+        current_writable = written.values;  // sent before the next merge reads it, so free to change
         encoded = &target;
         spare ^= 1;
       }
@@ -116,6 +118,11 @@ class GtopkRecursiveDoubling final : public Aggregator {
   }
 
  private:
+  // The received set lies in reply_, this rank's own buffer, which nothing reads after the merge.
+  WritableInputs incoming_writable(SparseView incoming, float* own) const {
+    return {own, const_cast<float*>(incoming.values.data())};
+  }
+
   TopkMerger merger_;
   TrackedEntries own_, folded_;
   std::vector<std::int32_t> own_moves_, incoming_moves_;

@@ -48,7 +48,9 @@ class GtopkTree final : public Aggregator {
       if (child >= p) continue;
       t.recv(child, kReduceTag, message_, wire::sparse_message_bytes(capacity));
       const SparseView incoming = wire::decode_sparse_view(message_, expectation(*this, local, k, capacity, child));
-      merger_.merge(view_of(current_), incoming, k, merged_, own_moves_, &incoming_moves_);
+      // Both inputs are this rank's own buffers (current_, and message_ until the next receive).
+      merger_.merge(view_of(current_), incoming, k, merged_, own_moves_, &incoming_moves_,
+                    {current_.values.data(), const_cast<float*>(incoming.values.data())});
       own_.follow(own_moves_);
       for (Child& c : children_) c.entries.follow(own_moves_);
       children_.push_back({child, {incoming_moves_}});

@@ -111,8 +111,8 @@ std::uint32_t TopkMerger::tie_cutoff(SelectionKeys own_keys, const float* own_va
 }
 
 std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
-                              std::vector<std::int32_t>& own_position,
-                              std::vector<std::int32_t>* incoming_position) {
+                              std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
+                              WritableInputs writable) {
   const std::size_t na = own.size();
   const std::size_t nb = incoming.size();
 
@@ -132,16 +132,25 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   SelectionKeys own_keys{nullptr, na};
   SelectionKeys incoming_keys{nullptr, nb};
   if (shared > 0) {
-    own_values_.assign(own.values.begin(), own.values.end());
-    incoming_values_.assign(incoming.values.begin(), incoming.values.end());
+    // In place where the caller allows it, else in scratch copies.
+    float* own_patch = writable.own;
+    float* incoming_patch = writable.incoming;
+    if (own_patch == nullptr) {
+      own_values_.assign(own.values.begin(), own.values.end());
+      own_patch = own_values_.data();
+    }
+    if (incoming_patch == nullptr) {
+      incoming_values_.assign(incoming.values.begin(), incoming.values.end());
+      incoming_patch = incoming_values_.data();
+    }
     for (std::size_t s = 0; s < shared; ++s) {
       const std::uint32_t i = shared_own_[s];
       const std::uint32_t j = shared_incoming_[s];
-      own_values_[i] += incoming.values[j];  // own + incoming, as the reference adds
-      incoming_values_[j] = 0.0f;
+      own_patch[i] += incoming_patch[j];  // own + incoming, as the reference adds
+      incoming_patch[j] = 0.0f;
     }
-    own_values = own_values_.data();
-    incoming_values = incoming_values_.data();
+    own_values = own_patch;
+    incoming_values = incoming_patch;
   }
   auto store_keys = [&] {
     keys_.resize(na + nb);
@@ -207,7 +216,8 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
 }
 
 void TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, SparseVector& out,
-                       std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position) {
+                       std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
+                       WritableInputs writable) {
   out.dim = own.dim;
   merge(
       own, incoming, k,
@@ -215,7 +225,7 @@ void TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, Spars
         out.resize(m);
         return Destination{out.indices.data(), out.values.data()};
       },
-      own_position, incoming_position);
+      own_position, incoming_position, writable);
 }
 
 }  // namespace sparsgd::collectives

@@ -16,6 +16,13 @@ namespace sparsgd::collectives {
 
 inline constexpr std::int32_t kDropped = -1;
 
+// The inputs' values where TopkMerger::merge may overwrite them (at shared indices: own's with the
+// sum, incoming's with zero), to save copying them; null where it may not.
+struct WritableInputs {
+  float* own = nullptr;       // own.values.data() made writable, or null
+  float* incoming = nullptr;  // incoming.values.data() made writable, or null
+};
+
 class TopkMerger {
  public:
   // Where the result goes: called once with its size m, returns room for m entries.
@@ -30,10 +37,12 @@ class TopkMerger {
   // entry i, or kDropped; incoming entries are tracked only when incoming_position is given. Both
   // inputs ascending; the result must not overlap them.
   std::size_t merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
-                    std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position);
+                    std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
+                    WritableInputs writable = {});
   // The same into a SparseVector (out.dim = own.dim).
   void merge(SparseView own, SparseView incoming, std::size_t k, SparseVector& out,
-             std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position);
+             std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
+             WritableInputs writable = {});
 
   // One side's entries that make the cut: index, value, position in that side's input. Followed by
   // a sentinel index above every valid one, so the merge by index needs no bounds checks.
@@ -49,7 +58,8 @@ class TopkMerger {
 
   std::vector<std::uint32_t> shared_own_, shared_incoming_;
   std::vector<std::uint32_t> keys_, scratch_;
-  // Where indices are shared: own's values with the sums there, incoming's with zeros there.
+  // Where indices are shared and the inputs are not writable: copies of own's values with the sums
+  // there and of incoming's with zeros there.
   std::vector<float> own_values_, incoming_values_;
   std::vector<std::uint32_t> ties_own_, ties_incoming_, ties_;
   Survivors own_survivors_, incoming_survivors_;

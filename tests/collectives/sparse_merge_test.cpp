@@ -119,12 +119,18 @@ ReferenceMerge reference_merge(const SparseVector& own, const SparseVector& inco
 
 void expect_merge_matches(const SparseVector& own, const SparseVector& incoming, std::size_t k, TopkMerger& merger) {
   const ReferenceMerge want = reference_merge(own, incoming, k);
-  // With the incoming entries tracked and without: the same result and own positions.
-  for (const bool track_incoming : {true, false}) {
-    SCOPED_TRACE(track_incoming ? "incoming tracked" : "incoming not tracked");
+  // With the incoming entries tracked and without, and with inputs the merger may overwrite: the
+  // same result and positions.
+  for (const int mode : {0, 1, 2}) {
+    const bool track_incoming = mode != 1;
+    SCOPED_TRACE(mode == 0 ? "incoming tracked" : mode == 1 ? "incoming not tracked" : "inputs writable");
     SparseVector got;
     std::vector<std::int32_t> own_position, incoming_position;
-    merger.merge(view_of(own), view_of(incoming), k, got, own_position, track_incoming ? &incoming_position : nullptr);
+    SparseVector own_copy = own, incoming_copy = incoming;
+    const WritableInputs writable =
+        mode == 2 ? WritableInputs{own_copy.values.data(), incoming_copy.values.data()} : WritableInputs{};
+    merger.merge(view_of(own_copy), view_of(incoming_copy), k, got, own_position,
+                 track_incoming ? &incoming_position : nullptr, writable);
     ASSERT_EQ(got.dim, want.out.dim);
     ASSERT_EQ(got.indices, want.out.indices);
     ASSERT_EQ(got.values, want.out.values);
