@@ -1,8 +1,11 @@
 #include "sparsgd/collectives/aggregator.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "collectives/algorithms.hpp"
+#include "core/wire_kernels.hpp"
 
 namespace sparsgd::collectives {
 
@@ -25,19 +28,16 @@ void check_local_selection(const SparseVector& local, std::size_t k, std::size_t
   validate_k(local.dim, k);
   SPARSGD_ENFORCE_EQ(local.indices.size(), local.values.size(), who << ": selection arrays differ in length");
   SPARSGD_ENFORCE_LE(local.size(), max_count, who << ": local selection holds more entries than allowed");
-  // Branch-free first (it vectorizes; every aggregate call pays it); the loop that names the
-  // fault runs only when there is one.
+  // The vectorized check first (every aggregate call pays it); the loop that names the fault runs
+  // only when there is one. Indices must fit the wire's 32 bits, so n is clamped to 2^32 - 1.
   const std::uint32_t* idx = local.indices.data();
   const std::size_t count = local.size();
-  std::uint32_t bad = 0;
-  if (local.dim <= std::numeric_limits<std::uint32_t>::max()) {
-    const auto n = static_cast<std::uint32_t>(local.dim);  // a 32-bit compare vectorizes, a 64-bit one does not
-    for (std::size_t i = 0; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] >= n);
-  }
-  for (std::size_t i = 1; i < count; ++i) bad |= static_cast<std::uint32_t>(idx[i] <= idx[i - 1]);
-  for (std::size_t i = 0; bad && i < count; ++i) {
+  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(local.dim, std::numeric_limits<std::uint32_t>::max()));
+  if (wire::entries_valid(idx, local.values.data(), count, n)) return;
+  for (std::size_t i = 0; i < count; ++i) {
     SPARSGD_ENFORCE_LT(static_cast<std::size_t>(idx[i]), local.dim, who << ": selected index out of range");
     if (i > 0) SPARSGD_ENFORCE_LT(idx[i - 1], idx[i], who << ": selection must be ascending");
+    SPARSGD_ENFORCE(std::isfinite(local.values[i]), who << ": selected value at index " << idx[i] << " is not finite");
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -149,6 +151,8 @@ TEST(AggregatorErrors, RejectsBadLocalSelections) {
       EXPECT_THROW(aggregator->aggregate(t, unsorted, 2, out), InvalidArgument) << name;
       SparseVector out_of_range{100, {5, 100}, {1.0f, 2.0f}};
       EXPECT_THROW(aggregator->aggregate(t, out_of_range, 2, out), InvalidArgument) << name;
+      SparseVector not_finite{100, {5, 7}, {1.0f, std::numeric_limits<float>::quiet_NaN()}};
+      EXPECT_THROW(aggregator->aggregate(t, not_finite, 2, out), InvalidArgument) << name;
       SparseVector ok{100, {5}, {1.0f}};
       EXPECT_THROW(aggregator->aggregate(t, ok, 101, out), InvalidArgument) << name;  // k > n
     }
