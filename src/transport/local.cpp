@@ -32,6 +32,20 @@ void LocalContext::post(int source, int destination, int tag, std::vector<std::b
   mailboxes_[static_cast<std::size_t>(destination)].arrived.notify_one();
 }
 
+std::vector<std::byte> LocalContext::spare_buffer() {
+  std::lock_guard lock(mutex_);
+  if (spare_.empty()) return {};
+  std::vector<std::byte> buffer = std::move(spare_.back());
+  spare_.pop_back();
+  return buffer;
+}
+
+void LocalContext::recycle(std::vector<std::byte> buffer) {
+  if (buffer.capacity() == 0) return;
+  std::lock_guard lock(mutex_);
+  if (spare_.size() < 4 * static_cast<std::size_t>(size_)) spare_.push_back(std::move(buffer));
+}
+
 void LocalContext::throw_aborted(int rank) const {
   throw PeerFailed("rank " + std::to_string(rank) + ": stopped because rank " + std::to_string(aborted_by_) +
                        " failed: " + abort_reason_);
@@ -123,7 +137,11 @@ void LocalTransport::barrier() { context_->barrier(rank_, timeout()); }
 void LocalTransport::abort(const std::string& reason) noexcept { context_->abort(rank_, reason); }
 
 void LocalTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
-  context_->post(rank_, peer, tag, std::vector<std::byte>(data.begin(), data.end()));
+  // The copy is made outside the lock, into a recycled buffer: fresh 100 KB+ allocations would
+  // come from the kernel as zeroed pages every time.
+  std::vector<std::byte> copy = context_->spare_buffer();
+  copy.assign(data.begin(), data.end());
+  context_->post(rank_, peer, tag, std::move(copy));
 }
 
 std::size_t LocalTransport::do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
@@ -133,7 +151,8 @@ std::size_t LocalTransport::do_recv(int peer, int tag, std::vector<std::byte>& b
                          std::to_string(data.size()) + " bytes, more than the " + std::to_string(max_bytes) +
                          " expected");
   }
-  buffer = std::move(data);
+  buffer.swap(data);
+  context_->recycle(std::move(data));  // the caller's previous buffer
   return buffer.size();
 }
 
