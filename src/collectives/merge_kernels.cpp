@@ -40,14 +40,29 @@ size_t FindSharedImpl(const uint32_t* HWY_RESTRICT a, size_t na, const uint32_t*
   const DU du;
   constexpr size_t kLanes = hn::MaxLanes(du);
   const size_t lanes = hn::Lanes(du);
+  const size_t shared_capacity = HWY_MIN(na, nb) + 1;
   size_t i = 0, j = 0, count = 0;
+  const auto iota = hn::Iota(du, 0);
   if (lanes == kLanes) {
     while (i + kLanes <= na && j + kLanes <= nb) {
       const auto va = hn::LoadU(du, a + i);
       auto hit = hn::Eq(va, hn::Set(du, b[j]));
       for (size_t l = 1; l < kLanes; ++l) hit = hn::Or(hit, hn::Eq(va, hn::Set(du, b[j + l])));
       if (HWY_UNLIKELY(!hn::AllFalse(du, hit))) {
-        count = SharedTail(a, i, i + kLanes, b, j, j + kLanes, a_pos, b_pos, count);
+        // The lanes of b that some lane of a equals, the same way round. Both blocks ascend, so the
+        // s-th such lane of a pairs with the s-th of b: the positions are two compressions.
+        const auto vb = hn::LoadU(du, b + j);
+        auto hit_b = hn::Eq(vb, hn::Set(du, a[i]));
+        for (size_t l = 1; l < kLanes; ++l) hit_b = hn::Or(hit_b, hn::Eq(vb, hn::Set(du, a[i + l])));
+        // Room for whole vectors: a_pos / b_pos hold min(na, nb) + 1 entries, so spill into
+        // scratch when the block could reach past them.
+        if (count + kLanes <= shared_capacity) {
+          hn::CompressStore(hn::Add(iota, hn::Set(du, static_cast<uint32_t>(i))), hit, du, a_pos + count);
+          hn::CompressStore(hn::Add(iota, hn::Set(du, static_cast<uint32_t>(j))), hit_b, du, b_pos + count);
+          count += hn::CountTrue(du, hit);
+        } else {
+          count = SharedTail(a, i, i + kLanes, b, j, j + kLanes, a_pos, b_pos, count);
+        }
       }
       const uint32_t a_last = a[i + kLanes - 1];
       const uint32_t b_last = b[j + kLanes - 1];
