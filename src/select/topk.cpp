@@ -304,8 +304,11 @@ struct ValueArrays {
 // A strided sample brackets the k-th largest key; one vectorized pass counts the keys above the
 // bracket and keeps those inside it, and the exact answer is selected among those few. Empty when
 // the sample misjudged (the answer lies outside the bracket): the caller falls back to radix.
+// `floor`: keys below it are never taken as the answer here (a caller that knows they are rarely
+// it, and plentiful, keeps them out of the band; if the answer is one, the bracket misses it).
 template <typename Source>
-std::optional<KthKey> kth_largest_sampled(const Source& source, std::size_t k, std::vector<std::uint32_t>& scratch) {
+std::optional<KthKey> kth_largest_sampled(const Source& source, std::size_t k, std::vector<std::uint32_t>& scratch,
+                                          std::uint32_t floor = 0) {
   constexpr std::size_t kSample = 1024;
   const std::size_t n = source.size();
   const std::size_t stride = n / kSample;
@@ -330,6 +333,8 @@ std::optional<KthKey> kth_largest_sampled(const Source& source, std::size_t k, s
     std::nth_element(sample, sample + top_rank, sample + std::min<std::ptrdiff_t>(bottom_rank, kSample), descending);
     hi = sample[top_rank];
   }
+  lo = std::max(lo, floor);
+  if (hi < lo) return std::nullopt;
   if (scratch.size() < n + filter_padding()) scratch.resize(n + filter_padding());
   const KeyBand band = source.band(lo, hi, scratch.data());
   if (band.above >= k || band.above + band.in_band < k) return std::nullopt;
@@ -357,9 +362,11 @@ KthKey kth_largest_of_values(std::span<const float> a, std::span<const float> b,
   const std::size_t n = source.size();
   SPARSGD_ENFORCE(k >= 1 && k <= n, "k-th largest needs 1 <= k <= n");
   if (n >= kSampledKeysMinimum) {
-    if (const auto kth = kth_largest_sampled(source, k, scratch)) return *kth;
+    // Zeros (key == key_offset) are rarely the k-th largest but may be many (the merge zeroes the
+    // copies of shared indices): the band starts above them.
+    if (const auto kth = kth_largest_sampled(source, k, scratch, key_offset + 1)) return *kth;
   }
-  // Rare (small inputs, or a misleading sample): the keys once, then the radix select over them.
+  // Rare (small inputs, a misleading sample, a zero answer): the keys once, then the radix select over them.
   if (scratch.size() < n) scratch.resize(n);
   for (std::size_t i = 0; i < n; ++i) scratch[i] = source.key(i);
   return kth_largest_of_keys_radix(std::span(scratch.data(), n), k, scratch);

@@ -1,5 +1,6 @@
 // libFuzzer target for the wire decoder (core/wire.hpp): every message a rank receives from a peer
-// goes through sparse_message_length, decode_sparse or decode_dense, so they must refuse any byte
+// goes through sparse_message_length, decode_sparse (or decode_sparse_view, its in-place form) or
+// decode_dense, so they must refuse any byte
 // string with a WireError and never read out of bounds, allocate without bound or hand back
 // something that violates the format. The input layout is in wire_input.hpp.
 //
@@ -48,15 +49,35 @@ void check_sparse(std::span<const std::byte> message, const wire::Expectation& e
   FUZZ_REQUIRE(same_bytes(again, message));
 }
 
+// The in-place decoder (mask-less messages, as gtopk-rd receives them) must accept exactly what
+// decode_sparse accepts with no mask, and see the same entries. `accepted`: decode_sparse's result,
+// or null if it refused the message.
+void decode_view(std::span<const std::byte> message, const wire::Expectation& e, const SparseVector* accepted) {
+  const std::vector<std::byte> aligned(message.begin(), message.end());  // a vector's storage is aligned
+  try {
+    const SparseView v = wire::decode_sparse_view(aligned, e);
+    FUZZ_REQUIRE(accepted != nullptr);
+    FUZZ_REQUIRE(v.dim == accepted->dim && v.size() == accepted->size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      FUZZ_REQUIRE(v.indices[i] == accepted->indices[i]);
+      FUZZ_REQUIRE(std::memcmp(&v.values[i], &accepted->values[i], sizeof(float)) == 0);
+    }
+  } catch (const wire::WireError&) {
+    FUZZ_REQUIRE(accepted == nullptr);
+  }
+}
+
 void decode_one_sparse(std::span<const std::byte> message, const wire::Expectation& e, std::size_t expected_mask_bits) {
   SparseVector out;
   std::vector<std::uint8_t> mask;
   try {
     wire::decode_sparse(message, e, out, mask, expected_mask_bits);
   } catch (const wire::WireError&) {
+    if (expected_mask_bits == 0) decode_view(message, e, nullptr);
     return;
   }
   check_sparse(message, e, expected_mask_bits, out, mask);
+  if (expected_mask_bits == 0) decode_view(message, e, &out);
 }
 
 // As allgather does: the input is several messages back to back, split by their headers.
