@@ -77,13 +77,11 @@ class GtopkRecursiveDoubling final : public Aggregator {
             }
             return written;
           },
-          own_moves_, incoming_moves, incoming_writable(incoming, current_writable));
+          // The received set lies in reply_, this rank's own buffer, which nothing reads after the merge.
+          own_moves_, incoming_moves, {current_writable, const_cast<float*>(incoming.values.data())});
       own_.follow(own_moves_);
       if (has_folded && incoming_moves == nullptr) folded_.follow(own_moves_);
-      if (last) {
-        current = view_of(out.sum);
-        encoded = nullptr;
-      } else {
+      if (!last) {
         current = {local.dim, {written.indices, m}, {written.values, m}};
         current_writable = written.values;  // sent before the next merge reads it, so free to change
         encoded = &target;
@@ -118,11 +116,6 @@ class GtopkRecursiveDoubling final : public Aggregator {
   }
 
  private:
-  // The received set lies in reply_, this rank's own buffer, which nothing reads after the merge.
-  WritableInputs incoming_writable(SparseView incoming, float* own) const {
-    return {own, const_cast<float*>(incoming.values.data())};
-  }
-
   TopkMerger merger_;
   TrackedEntries own_, folded_;
   std::vector<std::int32_t> own_moves_, incoming_moves_;

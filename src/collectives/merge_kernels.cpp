@@ -76,7 +76,7 @@ size_t FindSharedImpl(const uint32_t* HWY_RESTRICT a, size_t na, const uint32_t*
 // The selection key of entry i: keys[i], or, without a keys array, magnitude key + 1 of val[i]
 // (sparse_merge.cpp reserves key 0 for excluded entries).
 template <bool kFromValues>
-struct SelectionKeys {
+struct KeySource {
   const uint32_t* keys;
   const float* val;
   template <class D>
@@ -100,7 +100,7 @@ struct SelectionKeys {
 };
 
 template <bool kFromValues>
-size_t CompactLoop(SelectionKeys<kFromValues> keys, size_t n, const uint32_t* HWY_RESTRICT idx,
+size_t CompactLoop(KeySource<kFromValues> keys, size_t n, const uint32_t* HWY_RESTRICT idx,
                    const float* HWY_RESTRICT val, uint32_t threshold, uint32_t tie_cutoff,
                    uint32_t* HWY_RESTRICT out_idx, float* HWY_RESTRICT out_val, uint32_t* HWY_RESTRICT out_pos) {
   const DU du;
@@ -149,7 +149,7 @@ size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const ui
 }
 
 template <bool kFromValues>
-size_t IndicesWithKeyLoop(SelectionKeys<kFromValues> keys, size_t n, const uint32_t* HWY_RESTRICT idx, uint32_t key,
+size_t IndicesWithKeyLoop(KeySource<kFromValues> keys, size_t n, const uint32_t* HWY_RESTRICT idx, uint32_t key,
                           uint32_t* HWY_RESTRICT out) {
   const DU du;
   const size_t lanes = hn::Lanes(du);

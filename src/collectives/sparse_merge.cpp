@@ -116,14 +116,15 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   const std::size_t na = own.size();
   const std::size_t nb = incoming.size();
 
-  // Shared indices are rare (the workers' selections mostly differ), so rather than a merge of the
-  // full union, the own copy takes the sum and the incoming copy is excluded from the selection.
+  // Rather than a merge of the full union, the own copy of a shared index takes the sum and the
+  // incoming copy is excluded from the selection.
   shared_own_.resize(std::min(na, nb) + 1);
   shared_incoming_.resize(std::min(na, nb) + 1);
   const std::size_t shared = find_shared_indices(own.indices, incoming.indices, shared_own_.data(),
                                                  shared_incoming_.data());
   // Selection keys are made from the values on the fly. Where indices are shared, the own copy
-  // holds the sum and the incoming copy is zeroed (in scratch copies of the values): a zero's key
+  // holds the sum and the incoming copy is zeroed (in place where the caller allows it, else in
+  // scratch copies of the values): a zero's key
   // lies below every threshold but the lowest, so it is never selected unless the k-th largest
   // magnitude is itself zero, or everything fits; only then are the keys stored, with the incoming
   // copies' keys set to kExcluded.
@@ -132,7 +133,6 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   SelectionKeys own_keys{nullptr, na};
   SelectionKeys incoming_keys{nullptr, nb};
   if (shared > 0) {
-    // In place where the caller allows it, else in scratch copies.
     float* own_patch = writable.own;
     float* incoming_patch = writable.incoming;
     if (own_patch == nullptr) {

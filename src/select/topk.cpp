@@ -347,7 +347,6 @@ std::optional<KthKey> kth_largest_sampled(const Source& source, std::size_t k, s
 
 }  // namespace
 
-
 KthKey kth_largest_of_keys(std::span<const std::uint32_t> keys, std::size_t k, std::vector<std::uint32_t>& scratch) {
   SPARSGD_ENFORCE(k >= 1 && k <= keys.size(), "k-th largest needs 1 <= k <= n");
   if (keys.size() >= kSampledKeysMinimum) {
