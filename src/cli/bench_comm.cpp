@@ -71,9 +71,10 @@ class PointToPointOnly final : public transport::TransportWrapper {
     return inner_.recv(peer, tag, buffer, max_bytes);
   }
   std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
-                          std::vector<std::byte>& buffer, std::size_t max_bytes) override {
+                          std::vector<std::byte>& buffer, std::size_t max_bytes,
+                          const transport::InFlightWork& while_in_flight) override {
     inner_.set_timeout(timeout());
-    return inner_.sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes);
+    return inner_.sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes, while_in_flight);
   }
 };
 

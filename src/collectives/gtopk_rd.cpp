@@ -60,7 +60,22 @@ class GtopkRecursiveDoubling final : public Aggregator {
     int spare = 0;  // which of outgoing_ the next merge writes into
     std::size_t merges_left = static_cast<std::size_t>(has_folded) + static_cast<std::size_t>(std::countr_zero(
                                                                          static_cast<unsigned>(p2)));
-    auto merge_in = [&](SparseView incoming, std::vector<std::int32_t>* incoming_moves) {
+    // Where the entries went in a merge is worked out later, while the next message is in flight:
+    // only the merged set itself is on the critical path.
+    bool settled = true;
+    bool tracked_incoming = false;
+    auto settle = [&] {
+      if (settled) return;
+      merger_.positions(own_moves_, tracked_incoming ? &incoming_moves_ : nullptr);
+      own_.follow(own_moves_);
+      if (tracked_incoming) {
+        folded_.position = incoming_moves_;
+      } else if (has_folded) {
+        folded_.follow(own_moves_);
+      }
+      settled = true;
+    };
+    auto merge_in = [&](SparseView incoming, bool track_incoming) {
       const bool last = --merges_left == 0;
       std::vector<std::byte>& target = outgoing_[spare];
       TopkMerger::Destination written{};
@@ -78,9 +93,10 @@ class GtopkRecursiveDoubling final : public Aggregator {
             return written;
           },
           // The received set lies in reply_, this rank's own buffer, which nothing reads after the merge.
-          own_moves_, incoming_moves, {current_writable, const_cast<float*>(incoming.values.data())});
-      own_.follow(own_moves_);
-      if (has_folded && incoming_moves == nullptr) folded_.follow(own_moves_);
+          {current_writable, const_cast<float*>(incoming.values.data())},
+          track_incoming ? TopkMerger::Track::own_and_incoming : TopkMerger::Track::own);
+      settled = false;
+      tracked_incoming = track_incoming;
       if (!last) {
         current = {local.dim, {written.indices, m}, {written.values, m}};
         current_writable = written.values;  // sent before the next merge reads it, so free to change
@@ -90,8 +106,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
     };
     if (has_folded) {
       t.recv(r + p2, kFoldTag, reply_, wire::sparse_message_bytes(capacity));
-      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, r + p2)), &incoming_moves_);
-      folded_.position = incoming_moves_;
+      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, r + p2)), true);
     }
     int round = 0;
     for (int dist = 1; dist < p2; dist <<= 1, ++round) {
@@ -102,9 +117,12 @@ class GtopkRecursiveDoubling final : public Aggregator {
         spare ^= 1;
       }
       t.sendrecv(partner, kRoundTag + round, *encoded, partner, kRoundTag + round, reply_,
-                 wire::sparse_message_bytes(capacity));
-      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, partner)), nullptr);
+                 wire::sparse_message_bytes(capacity), settle);
+      // The previous merge's tracking is settled unless the transport skipped the work in flight.
+      settle();
+      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, partner)), false);
     }
+    settle();
     out.consumed.resize(local.size());
     mark_live(own_.position, out.consumed.data());
     if (has_folded) {

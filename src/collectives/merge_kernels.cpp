@@ -99,14 +99,19 @@ struct KeySource {
   }
 };
 
-template <bool kFromValues>
+// A kept entry goes out as one 64-bit pair, index above value bits, so that the merge by index
+// moves and compares one word per entry. The keep mask is made over 32-bit lanes (half vectors, one
+// per 64-bit lane) and widened for the pairs.
+template <bool kFromValues, bool kPositions>
 size_t CompactLoop(KeySource<kFromValues> keys, size_t n, const uint32_t* HWY_RESTRICT idx,
                    const float* HWY_RESTRICT val, uint32_t threshold, uint32_t tie_cutoff,
-                   uint32_t* HWY_RESTRICT out_idx, float* HWY_RESTRICT out_val, uint32_t* HWY_RESTRICT out_pos) {
-  const DU du;
-  const DI di;
-  const DF df;
-  const size_t lanes = hn::Lanes(du);
+                   uint64_t* HWY_RESTRICT out_pairs, uint32_t* HWY_RESTRICT out_pos) {
+  const hn::ScalableTag<uint64_t> d64;
+  const hn::Rebind<int64_t, decltype(d64)> d64i;
+  const hn::Rebind<uint32_t, decltype(d64)> du;
+  const hn::Rebind<int32_t, decltype(d64)> di;
+  const hn::Rebind<float, decltype(d64)> df;
+  const size_t lanes = hn::Lanes(d64);
   // Keys are below 2^31, so signed compares order them; indices may use all 32 bits, so they are
   // compared with the sign bit flipped.
   const auto vthreshold = hn::Set(di, static_cast<int32_t>(threshold));
@@ -121,18 +126,22 @@ size_t CompactLoop(KeySource<kFromValues> keys, size_t n, const uint32_t* HWY_RE
     const auto index = hn::LoadU(du, idx + i);
     const auto beyond_cutoff = hn::Gt(hn::BitCast(di, hn::Xor(index, flip)), vcutoff);
     const auto keep = hn::Or(hn::Gt(key, vthreshold), hn::AndNot(beyond_cutoff, hn::Eq(key, vthreshold)));
-    const auto keep_u = hn::RebindMask(du, keep);
-    hn::CompressStore(index, keep_u, du, out_idx + written);
-    hn::CompressStore(hn::LoadU(df, val + i), hn::RebindMask(df, keep), df, out_val + written);
-    hn::CompressStore(position, keep_u, du, out_pos + written);
-    written += hn::CountTrue(du, keep_u);
-    position = hn::Add(position, step);
+    const auto pair = hn::Or(hn::ShiftLeft<32>(hn::PromoteTo(d64, index)),
+                             hn::PromoteTo(d64, hn::BitCast(du, hn::LoadU(df, val + i))));
+    const auto keep64 = hn::MaskFromVec(hn::BitCast(d64, hn::PromoteTo(d64i, hn::VecFromMask(di, keep))));
+    hn::CompressStore(pair, keep64, d64, out_pairs + written);
+    if constexpr (kPositions) {
+      hn::CompressStore(position, hn::RebindMask(du, keep), du, out_pos + written);
+      position = hn::Add(position, step);
+    }
+    written += hn::CountTrue(d64, keep64);
   }
   for (; i < n; ++i) {
     const uint32_t key = keys.Scalar(i);
-    out_idx[written] = idx[i];
-    out_val[written] = val[i];
-    out_pos[written] = static_cast<uint32_t>(i);
+    uint32_t bits;
+    __builtin_memcpy(&bits, val + i, 4);
+    out_pairs[written] = (uint64_t{idx[i]} << 32) | bits;
+    if constexpr (kPositions) out_pos[written] = static_cast<uint32_t>(i);
     written += key > threshold || (key == threshold && idx[i] <= tie_cutoff);
   }
   return written;
@@ -140,12 +149,15 @@ size_t CompactLoop(KeySource<kFromValues> keys, size_t n, const uint32_t* HWY_RE
 
 size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const uint32_t* HWY_RESTRICT idx,
                            const float* HWY_RESTRICT val, uint32_t threshold, uint32_t tie_cutoff,
-                           uint32_t* HWY_RESTRICT out_idx, float* HWY_RESTRICT out_val,
-                           uint32_t* HWY_RESTRICT out_pos) {
-  if (keys == nullptr) {
-    return CompactLoop<true>({keys, val}, n, idx, val, threshold, tie_cutoff, out_idx, out_val, out_pos);
+                           uint64_t* HWY_RESTRICT out_pairs, uint32_t* HWY_RESTRICT out_pos) {
+  const KeySource<true> from_values{keys, val};
+  const KeySource<false> from_keys{keys, val};
+  if (out_pos == nullptr) {
+    if (keys == nullptr) return CompactLoop<true, false>(from_values, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
+    return CompactLoop<false, false>(from_keys, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
   }
-  return CompactLoop<false>({keys, val}, n, idx, val, threshold, tie_cutoff, out_idx, out_val, out_pos);
+  if (keys == nullptr) return CompactLoop<true, true>(from_values, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
+  return CompactLoop<false, true>(from_keys, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
 }
 
 template <bool kFromValues>
@@ -190,10 +202,9 @@ std::size_t find_shared_indices(std::span<const std::uint32_t> a, std::span<cons
 }
 
 std::size_t compact_selected(SelectionKeys keys, const std::uint32_t* idx, const float* val, std::uint32_t threshold,
-                             std::uint32_t tie_cutoff, std::uint32_t* out_idx, float* out_val,
-                             std::uint32_t* out_pos) {
-  return HWY_DYNAMIC_DISPATCH(CompactSelectedImpl)(keys.keys, keys.count, idx, val, threshold, tie_cutoff, out_idx,
-                                                   out_val, out_pos);
+                             std::uint32_t tie_cutoff, std::uint64_t* out_pairs, std::uint32_t* out_pos) {
+  return HWY_DYNAMIC_DISPATCH(CompactSelectedImpl)(keys.keys, keys.count, idx, val, threshold, tie_cutoff, out_pairs,
+                                                   out_pos);
 }
 
 std::size_t indices_with_key(SelectionKeys keys, const float* val, const std::uint32_t* idx, std::uint32_t key,

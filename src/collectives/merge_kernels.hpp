@@ -25,11 +25,11 @@ struct SelectionKeys {
 };
 
 // Keeps entry i (index idx[i], value val[i]) if key i > threshold, or key i == threshold and
-// idx[i] <= tie_cutoff; writes the kept entries in order, with their positions i, and returns how
-// many. Keys must be below 2^31. The outputs need keys.count + kCompactPadding slots.
+// idx[i] <= tie_cutoff; writes the kept entries in order as pairs (index << 32 | the value's bits)
+// and, where out_pos is not null, their positions i; returns how many. Keys must be below 2^31. The
+// outputs need keys.count + kCompactPadding slots.
 std::size_t compact_selected(SelectionKeys keys, const std::uint32_t* idx, const float* val, std::uint32_t threshold,
-                             std::uint32_t tie_cutoff, std::uint32_t* out_idx, float* out_val,
-                             std::uint32_t* out_pos);
+                             std::uint32_t tie_cutoff, std::uint64_t* out_pairs, std::uint32_t* out_pos);
 
 // Writes idx[i] for every i whose key equals `key`, in order, and returns how many. `out` needs
 // keys.count + kCompactPadding slots.

@@ -18,18 +18,17 @@ constexpr std::uint32_t kSentinel = std::numeric_limits<std::uint32_t>::max();  
 constexpr std::uint32_t kExcluded = 0;
 std::uint32_t selection_key(float value) { return select::magnitude_key(value) + 1; }
 
-void resize_for_compaction(TopkMerger::Survivors& s, std::size_t n) {
+constexpr std::uint64_t kSentinelPair = std::numeric_limits<std::uint64_t>::max();
+
+void resize_for_compaction(TopkMerger::Survivors& s, std::size_t n, bool positions) {
   const std::size_t slots = n + kCompactPadding + 1;
-  if (s.indices.size() < slots) {
-    s.indices.resize(slots);
-    s.positions.resize(slots);
-    s.values.resize(slots);
-  }
+  if (s.pairs.size() < slots) s.pairs.resize(slots);
+  if (positions && s.positions.size() < slots) s.positions.resize(slots);
 }
 
-// Position in `a` where the output's first `t` entries end, for a merge of the disjoint ascending
-// arrays a and b: the smallest split with every a[< split] and b[< t - split] below the rest.
-std::size_t co_rank(const std::uint32_t* a, std::size_t na, const std::uint32_t* b, std::size_t nb, std::size_t t) {
+// Position in `a` where the output's first `t` entries end, for a merge of the ascending arrays a
+// and b (no value in both): the smallest split with every a[< split] and b[< t - split] below the rest.
+std::size_t co_rank(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb, std::size_t t) {
   std::size_t lo = t > nb ? t - nb : 0;
   std::size_t hi = std::min(t, na);
   while (lo < hi) {
@@ -43,45 +42,33 @@ std::size_t co_rank(const std::uint32_t* a, std::size_t na, const std::uint32_t*
   return lo;
 }
 
-// Merges two sides' survivors (disjoint indices, each ascending and followed by kSentinel) into
-// out[0..m), recording each entry's output position in a_slot / b_slot (slot a_dummy / b_dummy
-// absorbs the write of the side not taken). A branch-free merge is bound by the latency of its
-// loop-carried chain (load, compare, advance), so the output is cut in two by co-rank and two
-// independent chains advance in one loop (more chains run out of registers). At the first range's
-// end the second range's first entries act as sentinels: they exceed everything left in the first.
-// Values move as bit patterns so that the selects compile to conditional moves, not branches.
-template <bool kTrackIncoming>
-void merge_by_index(const TopkMerger::Survivors& a, std::size_t na, const TopkMerger::Survivors& b, std::size_t nb,
-                    std::size_t m, std::uint32_t* out_indices, float* out_values, std::int32_t* a_slot,
-                    std::int32_t* b_slot, std::uint32_t a_dummy, std::uint32_t b_dummy) {
-  const std::uint32_t* ai = a.indices.data();
-  const std::uint32_t* bi = b.indices.data();
-  const auto* av = reinterpret_cast<const std::uint32_t*>(a.values.data());
-  const auto* bv = reinterpret_cast<const std::uint32_t*>(b.values.data());
-  const std::uint32_t* ap = a.positions.data();
-  const std::uint32_t* bp = b.positions.data();
+// Merges two sides' survivor pairs (disjoint indices, each ascending and followed by the sentinel
+// pair) into out[0..m), and records which side each output entry came from. Pairs order as their
+// indices do (the index is the high word), so one 64-bit compare decides. A branch-free merge is
+// bound by the latency of its loop-carried chain (load, compare, advance), so the output is cut in
+// two by co-rank and two independent chains advance in one loop (more chains run out of
+// registers). At the first range's end the second range's first entries act as sentinels: they
+// exceed everything left in the first. The select is a mask, not ?:, because GCC turns some ?:
+// over loaded values into branches, which mispredict half the time here.
+void merge_by_index(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb, std::size_t m,
+                    std::uint32_t* out_indices, float* out_values, std::uint8_t* from_own) {
   auto* ov = reinterpret_cast<std::uint32_t*>(out_values);
   struct Chain {
     std::size_t a, b, u;
   };
-  // take: all ones when the own side's entry comes next. Selects are masks, not ?:, because GCC
-  // turns some ?: over loaded values into branches, which mispredict half the time here.
-  auto pick = [](std::uint32_t take, std::uint32_t x, std::uint32_t y) { return y ^ ((x ^ y) & take); };
   auto step = [&](Chain& c) {
-    const std::uint32_t ia = ai[c.a], ib = bi[c.b], va = av[c.a], vb = bv[c.b], pa = ap[c.a];
-    [[maybe_unused]] const std::uint32_t pb = kTrackIncoming ? bp[c.b] : 0;
-    const std::uint32_t take_a = ia < ib;
-    const std::uint32_t take = 0u - take_a;
-    out_indices[c.u] = pick(take, ia, ib);
-    ov[c.u] = pick(take, va, vb);
-    a_slot[pick(take, pa, a_dummy)] = static_cast<std::int32_t>(c.u);
-    if constexpr (kTrackIncoming) b_slot[pick(take, b_dummy, pb)] = static_cast<std::int32_t>(c.u);
+    const std::uint64_t x = a[c.a], y = b[c.b];
+    const std::uint64_t take_a = x < y;
+    const std::uint64_t v = y ^ ((x ^ y) & (0 - take_a));
+    out_indices[c.u] = static_cast<std::uint32_t>(v >> 32);
+    ov[c.u] = static_cast<std::uint32_t>(v);
+    from_own[c.u] = static_cast<std::uint8_t>(take_a);
     c.a += take_a;
     c.b += take_a ^ 1u;
     ++c.u;
   };
   const std::size_t half = m / 2;
-  const std::size_t split = co_rank(ai, na, bi, nb, half);
+  const std::size_t split = co_rank(a, na, b, nb, half);
   Chain first{0, 0, 0};
   Chain second{split, half - split, half};
   for (std::size_t t = 0; t < half; ++t) {
@@ -111,8 +98,7 @@ std::uint32_t TopkMerger::tie_cutoff(SelectionKeys own_keys, const float* own_va
 }
 
 std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
-                              std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
-                              WritableInputs writable) {
+                              WritableInputs writable, Track track) {
   const std::size_t na = own.size();
   const std::size_t nb = incoming.size();
 
@@ -183,35 +169,75 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   } else if (shared > 0) {
     store_keys();
   }
-  resize_for_compaction(own_survivors_, na);
-  resize_for_compaction(incoming_survivors_, nb);
+  const bool track_incoming = track == Track::own_and_incoming;
+  resize_for_compaction(own_survivors_, na, true);
+  resize_for_compaction(incoming_survivors_, nb, track_incoming);
   Survivors& a = own_survivors_;
   Survivors& b = incoming_survivors_;
-  const std::size_t ca = compact_selected(own_keys, own.indices.data(), own_values, threshold, cutoff, a.indices.data(),
-                                          a.values.data(), a.positions.data());
+  const std::size_t ca = compact_selected(own_keys, own.indices.data(), own_values, threshold, cutoff, a.pairs.data(),
+                                          a.positions.data());
   const std::size_t cb = compact_selected(incoming_keys, incoming.indices.data(), incoming_values, threshold, cutoff,
-                                          b.indices.data(), b.values.data(), b.positions.data());
+                                          b.pairs.data(), track_incoming ? b.positions.data() : nullptr);
   SPARSGD_ENFORCE_EQ(ca + cb, m, "gTop-k merge selected the wrong number of entries");
-  a.indices[ca] = kSentinel;
-  a.positions[ca] = static_cast<std::uint32_t>(na);
-  b.indices[cb] = kSentinel;
-  b.positions[cb] = static_cast<std::uint32_t>(nb);
+  a.pairs[ca] = kSentinelPair;
+  b.pairs[cb] = kSentinelPair;
 
   const Destination out = allocate(m);
+  from_own_.resize(m);
+  merge_by_index(a.pairs.data(), ca, b.pairs.data(), cb, m, out.indices, out.values, from_own_.data());
+  last_own_ = na;
+  last_incoming_ = nb;
+  last_shared_ = shared;
+  last_size_ = m;
+  last_tracked_incoming_ = track_incoming;
+  return m;
+}
+
+void TopkMerger::positions(std::vector<std::int32_t>& own_position,
+                           std::vector<std::int32_t>* incoming_position) const {
+  SPARSGD_ENFORCE(incoming_position == nullptr || last_tracked_incoming_,
+                  "TopkMerger::positions: the last merge did not track its incoming entries");
+  // The s-th output entry from own is own's s-th survivor (both ascend by index), and likewise for
+  // incoming. Branch-free: an entry from the other side writes a dummy slot past the end.
+  const std::size_t na = last_own_;
+  const std::size_t nb = last_incoming_;
+  const std::uint8_t* from_own = from_own_.data();
+  const std::uint32_t* a_positions = own_survivors_.positions.data();
   own_position.assign(na + 1, kDropped);
-  const auto a_dummy = static_cast<std::uint32_t>(na);
-  const auto b_dummy = static_cast<std::uint32_t>(nb);
+  std::int32_t* own_slot = own_position.data();
   if (incoming_position == nullptr) {
-    merge_by_index<false>(a, ca, b, cb, m, out.indices, out.values, own_position.data(), nullptr, a_dummy, b_dummy);
+    std::size_t s = 0;
+    for (std::size_t u = 0; u < last_size_; ++u) {
+      const std::uint32_t take = 0u - from_own[u];
+      own_slot[(a_positions[s] & take) | (static_cast<std::uint32_t>(na) & ~take)] = static_cast<std::int32_t>(u);
+      s += from_own[u];
+    }
     own_position.resize(na);
-    return m;
+    return;
   }
+  const std::uint32_t* b_positions = incoming_survivors_.positions.data();
   incoming_position->assign(nb + 1, kDropped);
-  merge_by_index<true>(a, ca, b, cb, m, out.indices, out.values, own_position.data(), incoming_position->data(),
-                       a_dummy, b_dummy);
+  std::int32_t* incoming_slot = incoming_position->data();
+  std::size_t s = 0, t = 0;
+  for (std::size_t u = 0; u < last_size_; ++u) {
+    const std::uint32_t take = 0u - from_own[u];
+    own_slot[(a_positions[s] & take) | (static_cast<std::uint32_t>(na) & ~take)] = static_cast<std::int32_t>(u);
+    incoming_slot[(static_cast<std::uint32_t>(nb) & take) | (b_positions[t] & ~take)] = static_cast<std::int32_t>(u);
+    s += from_own[u];
+    t += from_own[u] ^ 1u;
+  }
   own_position.resize(na);
   incoming_position->resize(nb);
-  for (std::size_t s = 0; s < shared; ++s) (*incoming_position)[shared_incoming_[s]] = own_position[shared_own_[s]];
+  // An incoming entry whose index own shares went into own's copy, wherever that went.
+  for (std::size_t i = 0; i < last_shared_; ++i) (*incoming_position)[shared_incoming_[i]] = own_position[shared_own_[i]];
+}
+
+std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
+                              std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
+                              WritableInputs writable) {
+  const std::size_t m = merge(own, incoming, k, allocate, writable,
+                              incoming_position != nullptr ? Track::own_and_incoming : Track::own);
+  positions(own_position, incoming_position);
   return m;
 }
 

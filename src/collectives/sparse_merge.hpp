@@ -32,10 +32,19 @@ class TopkMerger {
   };
   using Allocate = std::function<Destination(std::size_t m)>;
 
-  // Writes topk_k(own (+) incoming), ascending by index, where allocate(m) says, and returns m.
-  // own_position[i] / (*incoming_position)[i]: the position in the result of the pair holding
-  // entry i, or kDropped; incoming entries are tracked only when incoming_position is given. Both
-  // inputs ascending; the result must not overlap them.
+  // Which inputs' entries positions() must be able to place afterwards.
+  enum class Track { own, own_and_incoming };
+
+  // Writes topk_k(own (+) incoming), ascending by index, where allocate(m) says, and returns m. Both
+  // inputs ascending; the result must not overlap them. Where each input entry went is left for
+  // positions(), so that a caller can work it out while its next message is in flight.
+  std::size_t merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
+                    WritableInputs writable = {}, Track track = Track::own);
+  // For the last merge: own_position[i] / (*incoming_position)[i], the position in the result of
+  // the pair holding entry i, or kDropped. incoming_position only if that merge tracked incoming.
+  void positions(std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position) const;
+
+  // Both at once: merge, then positions (incoming tracked where incoming_position is given).
   std::size_t merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
                     std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
                     WritableInputs writable = {});
@@ -44,11 +53,12 @@ class TopkMerger {
              std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position,
              WritableInputs writable = {});
 
-  // One side's entries that make the cut: index, value, position in that side's input. Followed by
-  // a sentinel index above every valid one, so the merge by index needs no bounds checks.
+  // One side's entries that make the cut, as pairs (index << 32 | value bits), and their positions
+  // in that side's input (where tracked). The pairs end with a sentinel above every valid pair, so
+  // that the merge by index needs no bounds checks.
   struct Survivors {
-    std::vector<std::uint32_t> indices, positions;
-    std::vector<float> values;
+    std::vector<std::uint64_t> pairs;
+    std::vector<std::uint32_t> positions;
   };
 
  private:
@@ -63,6 +73,11 @@ class TopkMerger {
   std::vector<float> own_values_, incoming_values_;
   std::vector<std::uint32_t> ties_own_, ties_incoming_, ties_;
   Survivors own_survivors_, incoming_survivors_;
+  // What positions() needs of the last merge: its sizes, and for each output entry whether it came
+  // from own (1) or incoming (0).
+  std::size_t last_own_ = 0, last_incoming_ = 0, last_shared_ = 0, last_size_ = 0;
+  bool last_tracked_incoming_ = false;
+  std::vector<std::uint8_t> from_own_;
 };
 
 // Entries that joined a rank's current set, and their position in it (or kDropped).

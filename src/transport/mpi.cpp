@@ -146,7 +146,7 @@ void MpiTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
 // connection both directions share, and the two halves of the exchange then run one after the
 // other instead of together (seen on tbf-shaped TCP links: a ring step took twice its time).
 std::size_t MpiTransport::recv_posted_first(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
-                                            const Outgoing* also_send) {
+                                            const Outgoing* also_send, const InFlightWork& while_in_flight) {
   if (max_bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     throw TransportError("rank " + std::to_string(rank_) + ": a message of up to " + std::to_string(max_bytes) +
                          " bytes does not fit an MPI count");
@@ -162,6 +162,18 @@ std::size_t MpiTransport::recv_posted_first(int peer, int tag, std::vector<std::
       MPI_Cancel(&receive);
       MPI_Request_free(&receive);
       check(sent, "MPI_Isend");
+    }
+  }
+  if (while_in_flight) {
+    try {
+      while_in_flight();
+    } catch (...) {
+      // The receive must not land in `buffer` later; the send, which MPI cannot take back, finishes
+      // on its own (its data belongs to the caller, who is failing anyway).
+      MPI_Cancel(&receive);
+      MPI_Request_free(&receive);
+      if (send != MPI_REQUEST_NULL) MPI_Request_free(&send);
+      throw;
     }
   }
   MPI_Status status;
@@ -211,9 +223,10 @@ std::size_t MpiTransport::do_recv(int peer, int tag, std::vector<std::byte>& buf
 }
 
 std::size_t MpiTransport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
-                                      int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+                                      int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
+                                      const InFlightWork& while_in_flight) {
   const Outgoing out{send_peer, send_tag, data};
-  return recv_posted_first(recv_peer, recv_tag, buffer, max_bytes, &out);
+  return recv_posted_first(recv_peer, recv_tag, buffer, max_bytes, &out, while_in_flight);
 }
 
 bool MpiTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {

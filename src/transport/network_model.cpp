@@ -79,7 +79,6 @@ void SimulatedNetwork::frame_outgoing(std::span<const std::byte> data) {
   const double transmit = static_cast<double>(data.size()) / spec_.bytes_per_second;
   link_free_ = depart + transmit;
   const double arrival = link_free_ + spec_.alpha_seconds;
-  clock_ = link_free_;
   framed_.resize(kStampBytes + data.size());
   std::memcpy(framed_.data(), &arrival, kStampBytes);
   if (!data.empty()) std::memcpy(framed_.data() + kStampBytes, data.data(), data.size());
@@ -101,6 +100,7 @@ std::size_t SimulatedNetwork::unframe_incoming(int peer, std::vector<std::byte>&
 void SimulatedNetwork::do_send(int peer, int tag, std::span<const std::byte> data) {
   charge_compute();
   frame_outgoing(data);
+  clock_ = link_free_;  // a blocking send returns once the message has left
   inner_.set_timeout(timeout());
   inner_.send(peer, tag, framed_);
   mark_compute();
@@ -116,13 +116,24 @@ std::size_t SimulatedNetwork::do_recv(int peer, int tag, std::vector<std::byte>&
 }
 
 std::size_t SimulatedNetwork::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
-                                          int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+                                          int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
+                                          const InFlightWork& while_in_flight) {
   charge_compute();
   frame_outgoing(data);
   inner_.set_timeout(timeout());
-  const std::size_t framed =
-      inner_.sendrecv(send_peer, send_tag, framed_, recv_peer, recv_tag, buffer, max_bytes + kStampBytes);
+  InFlightWork timed_work;
+  if (while_in_flight) {
+    // Only the work itself is charged, not what the transport underneath spent posting the messages.
+    timed_work = [&] {
+      mark_compute();
+      while_in_flight();
+      charge_compute();
+    };
+  }
+  const std::size_t framed = inner_.sendrecv(send_peer, send_tag, framed_, recv_peer, recv_tag, buffer,
+                                             max_bytes + kStampBytes, timed_work);
   const std::size_t bytes = unframe_incoming(recv_peer, buffer, framed);
+  clock_ = std::max(clock_, link_free_);
   mark_compute();
   return bytes;
 }

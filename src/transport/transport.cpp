@@ -28,10 +28,12 @@ std::size_t Transport::recv(int peer, int tag, std::vector<std::byte>& buffer, s
 }
 
 std::size_t Transport::sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
-                                int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+                                int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
+                                const InFlightWork& while_in_flight) {
   check_peer(send_peer, "sendrecv");
   check_peer(recv_peer, "sendrecv");
-  const std::size_t bytes = do_sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes);
+  const std::size_t bytes =
+      do_sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes, while_in_flight);
   counters_.bytes_sent += data.size();
   counters_.messages_sent += 1;
   counters_.bytes_received += bytes;
@@ -44,8 +46,10 @@ double Transport::clock_seconds() const {
 }
 
 std::size_t Transport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
-                                   int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+                                   int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
+                                   const InFlightWork& while_in_flight) {
   do_send(send_peer, send_tag, data);
+  if (while_in_flight) while_in_flight();
   return do_recv(recv_peer, recv_tag, buffer, max_bytes);
 }
 

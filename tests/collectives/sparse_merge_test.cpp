@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include "collectives/merge_kernels.hpp"
 #include "collectives/sparse_merge.hpp"
+#include "sparsgd/core/error.hpp"
 #include "sparsgd/core/random.hpp"
 #include "sparsgd/select/magnitude.hpp"
 #include "sparsgd/select/topk.hpp"
@@ -128,7 +130,8 @@ ReferenceMerge reference_merge(const SparseVector& own, const SparseVector& inco
 void expect_merge_matches(const SparseVector& own, const SparseVector& incoming, std::size_t k, TopkMerger& merger) {
   const ReferenceMerge want = reference_merge(own, incoming, k);
   // With the incoming entries tracked and without, and with inputs the merger may overwrite: the
-  // same result and positions.
+  // same result and positions. Modes 1 and 2 ask for the positions apart from the merge, as
+  // gtopk-rd does while its next message is in flight.
   for (const int mode : {0, 1, 2}) {
     const bool track_incoming = mode != 1;
     SCOPED_TRACE(mode == 0 ? "incoming tracked" : mode == 1 ? "incoming not tracked" : "inputs writable");
@@ -137,8 +140,23 @@ void expect_merge_matches(const SparseVector& own, const SparseVector& incoming,
     SparseVector own_copy = own, incoming_copy = incoming;
     const WritableInputs writable =
         mode == 2 ? WritableInputs{own_copy.values.data(), incoming_copy.values.data()} : WritableInputs{};
-    merger.merge(view_of(own_copy), view_of(incoming_copy), k, got, own_position,
-                 track_incoming ? &incoming_position : nullptr, writable);
+    if (mode == 0) {
+      merger.merge(view_of(own_copy), view_of(incoming_copy), k, got, own_position, &incoming_position, writable);
+    } else {
+      got.dim = own.dim;
+      const std::size_t m = merger.merge(
+          view_of(own_copy), view_of(incoming_copy), k,
+          [&got](std::size_t size) {
+            got.resize(size);
+            return TopkMerger::Destination{got.indices.data(), got.values.data()};
+          },
+          writable, track_incoming ? TopkMerger::Track::own_and_incoming : TopkMerger::Track::own);
+      ASSERT_EQ(m, got.size());
+      if (!track_incoming) {
+        ASSERT_THROW(merger.positions(own_position, &incoming_position), sparsgd::Error);
+      }
+      merger.positions(own_position, track_incoming ? &incoming_position : nullptr);
+    }
     ASSERT_EQ(got.dim, want.out.dim);
     ASSERT_EQ(got.indices, want.out.indices);
     ASSERT_EQ(got.values, want.out.values);
@@ -323,10 +341,15 @@ TEST(CompactSelected, MatchesALoop) {
       if (from_values) thresholds = {1u, select::magnitude_key(0.5f) + 1, select::magnitude_key(1.0f) + 1};
       for (const std::uint32_t threshold : thresholds) {
         for (const std::uint32_t cutoff : {0u, 5000000u, 0x90000000u, std::numeric_limits<std::uint32_t>::max()}) {
-          std::vector<std::uint32_t> out_idx(n + kCompactPadding), out_pos(n + kCompactPadding);
-          std::vector<float> out_val(n + kCompactPadding);
+          std::vector<std::uint64_t> out_pairs(n + kCompactPadding), unpositioned(n + kCompactPadding);
+          std::vector<std::uint32_t> out_pos(n + kCompactPadding);
           const std::size_t count = compact_selected(selection, idx.data(), val.data(), threshold, cutoff,
-                                                     out_idx.data(), out_val.data(), out_pos.data());
+                                                     out_pairs.data(), out_pos.data());
+          // Without positions: the same pairs.
+          ASSERT_EQ(compact_selected(selection, idx.data(), val.data(), threshold, cutoff, unpositioned.data(), nullptr),
+                    count);
+          ASSERT_TRUE(std::equal(out_pairs.begin(), out_pairs.begin() + static_cast<std::ptrdiff_t>(count),
+                                 unpositioned.begin()));
           std::vector<std::uint32_t> ties(n + kCompactPadding);
           const std::size_t tie_count = indices_with_key(selection, val.data(), idx.data(), threshold, ties.data());
           std::size_t w = 0, t = 0;
@@ -337,8 +360,8 @@ TEST(CompactSelected, MatchesALoop) {
             }
             if (keys[i] > threshold || (keys[i] == threshold && idx[i] <= cutoff)) {
               ASSERT_LT(w, count);
-              ASSERT_EQ(out_idx[w], idx[i]);
-              ASSERT_EQ(out_val[w], val[i]);
+              ASSERT_EQ(out_pairs[w] >> 32, idx[i]);
+              ASSERT_EQ(std::bit_cast<float>(static_cast<std::uint32_t>(out_pairs[w])), val[i]);
               ASSERT_EQ(out_pos[w], i);
               ++w;
             }

@@ -60,6 +60,31 @@ TEST(LocalTransport, CountsBytesAndMessages) {
   });
 }
 
+// The work in flight runs once per exchange, after the send: the partner's message can be received
+// while it runs. If it throws, the exception comes out of sendrecv and the message sent still
+// arrives.
+TEST(LocalTransport, SendrecvRunsTheWorkInFlight) {
+  run_local_workers(2, [](Transport& t) {
+    std::vector<std::byte> buffer, early;
+    const int peer = 1 - t.rank();
+    int runs = 0;
+    t.sendrecv(peer, 1, bytes_of("one from " + std::to_string(t.rank())), peer, 1, buffer, 100, [&] { ++runs; });
+    EXPECT_EQ(runs, 1);
+    EXPECT_EQ(string_of(buffer), "one from " + std::to_string(peer));
+    if (t.rank() == 0) {
+      EXPECT_THROW(t.sendrecv(peer, 2, bytes_of("two"), peer, 2, buffer, 100,
+                              [] { throw InvalidArgument("work in flight failed"); }),
+                   InvalidArgument);
+    } else {
+      // Rank 1 sends nothing with tag 2 on rank 0's behalf; it only checks rank 0's send arrived.
+      t.recv(peer, 2, buffer, 100);
+      EXPECT_EQ(string_of(buffer), "two");
+      t.send(peer, 2, bytes_of("late"));
+    }
+    t.barrier();
+  });
+}
+
 TEST(LocalTransport, RejectsInvalidPeersAndOversizedMessages) {
   EXPECT_THROW(run_local_workers(2,
                                  [](Transport& t) {

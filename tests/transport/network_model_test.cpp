@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "sparsgd/transport/local.hpp"
@@ -52,6 +54,46 @@ TEST(SimulatedNetwork, ChargesAlphaPlusBytesOverBandwidth) {
   EXPECT_NEAR(clocks[0], 0.005, 0.002);
   EXPECT_NEAR(clocks[1], 0.015, 0.002);
   EXPECT_GE(clocks[1], 0.015);
+}
+
+// Burns `seconds` of this thread's CPU time.
+void compute_for(double seconds) {
+  const double until = thread_cpu_seconds() + seconds;
+  volatile double sink = 0.0;
+  while (thread_cpu_seconds() < until) sink = sink + 1.0;
+}
+
+// Work given to sendrecv runs while the messages fly: it costs nothing on the clock if it is
+// shorter than the flight, and only what exceeds it otherwise; the same work after the exchange
+// adds to it in full.
+TEST(SimulatedNetwork, WorkInFlightHidesBehindTheTransfer) {
+  const NetworkSpec spec = parse_network("alpha=0.05,bw=8e9");  // 50 ms, bytes almost free
+  for (const double work : {0.01, 0.08}) {
+    for (const bool in_flight : {true, false}) {
+      std::vector<double> clocks(2);
+      std::vector<int> runs(2);
+      run_local_workers(2, [&](Transport& base) {
+        SimulatedNetwork net(base, spec);
+        const int peer = 1 - base.rank();
+        const auto me = static_cast<std::size_t>(base.rank());
+        std::vector<std::byte> buffer, payload(100);
+        const InFlightWork job = [&] {
+          ++runs[me];
+          compute_for(work);
+        };
+        net.sendrecv(peer, 1, payload, peer, 1, buffer, payload.size(), in_flight ? job : InFlightWork{});
+        if (!in_flight) job();
+        clocks[me] = net.now();
+      });
+      SCOPED_TRACE(std::to_string(work) + (in_flight ? " s in flight" : " s after"));
+      const double want = in_flight ? std::max(0.05, work) : 0.05 + work;
+      for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(runs[static_cast<std::size_t>(r)], 1);
+        EXPECT_GE(clocks[static_cast<std::size_t>(r)], want);
+        EXPECT_LT(clocks[static_cast<std::size_t>(r)], want + 0.005);
+      }
+    }
+  }
 }
 
 TEST(SimulatedNetwork, ALinkSendsOneMessageAtATime) {

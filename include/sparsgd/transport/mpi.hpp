@@ -48,12 +48,14 @@ class MpiTransport final : public Transport {
   void do_send(int peer, int tag, std::span<const std::byte> data) override;
   std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) override;
   std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
-                          std::vector<std::byte>& buffer, std::size_t max_bytes) override;
+                          std::vector<std::byte>& buffer, std::size_t max_bytes,
+                          const InFlightWork& while_in_flight) override;
 
  private:
   // Polls `request` to completion (its status into `status`, if given); throws on error or timeout.
   void wait(MPI_Request& request, const std::string& what, MPI_Status* status = MPI_STATUS_IGNORE);
-  // Posts the receive (into max_bytes), then the optional send, and waits for both: sendrecv, and
+  // Posts the receive (into max_bytes), then the optional send, runs the work in flight, and waits
+  // for both: sendrecv, and
   // under SMPI every receive (no probe there: it would cost simulated time).
   struct Outgoing {
     int peer;
@@ -61,7 +63,7 @@ class MpiTransport final : public Transport {
     std::span<const std::byte> data;
   };
   std::size_t recv_posted_first(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
-                                const Outgoing* also_send);
+                                const Outgoing* also_send, const InFlightWork& while_in_flight = {});
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

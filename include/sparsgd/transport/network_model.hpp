@@ -54,12 +54,15 @@ class SimulatedNetwork final : public TransportWrapper {
  protected:
   void do_send(int peer, int tag, std::span<const std::byte> data) override;
   std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) override;
-  // Forwarded as one sendrecv, so that rendezvous transports underneath cannot deadlock.
+  // Forwarded as one sendrecv, so that rendezvous transports underneath cannot deadlock. The work in
+  // flight starts on the clock when the send does, while the link transmits (a non-blocking send),
+  // and the exchange ends when both the send has left and the receive has arrived.
   std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
-                          std::vector<std::byte>& buffer, std::size_t max_bytes) override;
+                          std::vector<std::byte>& buffer, std::size_t max_bytes,
+                          const InFlightWork& while_in_flight) override;
 
  private:
-  // Stamps `data` with its arrival time and advances this worker's link and clock.
+  // Stamps `data` with its arrival time and books this worker's link until it has left.
   void frame_outgoing(std::span<const std::byte> data);
   // Strips the stamp off a received message and waits (on the clock) for its arrival.
   std::size_t unframe_incoming(int peer, std::vector<std::byte>& buffer, std::size_t framed);

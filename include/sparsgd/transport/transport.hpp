@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::transport {
+
+// Work a caller runs while an exchange is in flight (see Transport::sendrecv).
+using InFlightWork = std::function<void()>;
 
 // A communication failure: a timeout (naming the peer), a peer that failed or vanished, a message
 // that does not fit what the receiver expects.
@@ -50,9 +54,13 @@ class Transport {
   // Receives into `buffer` (resized to the message); returns its length. Throws TransportError
   // if it takes longer than timeout(), if the message is longer than max_bytes, or if a peer failed.
   std::size_t recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes);
-  // Sends to send_peer and receives from recv_peer concurrently.
+  // Sends to send_peer and receives from recv_peer concurrently. `while_in_flight`, if given, runs
+  // once both are posted and before the wait for them: work that needs neither the incoming message
+  // nor a change to `data` overlaps the transfer, as with MPI_Isend/MPI_Irecv (on a simulated
+  // network its compute time hides behind the message's flight). If it throws, the exchange is
+  // abandoned and the exception passes through.
   std::size_t sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
-                       std::vector<std::byte>& buffer, std::size_t max_bytes);
+                       std::vector<std::byte>& buffer, std::size_t max_bytes, const InFlightWork& while_in_flight = {});
   virtual void barrier() = 0;
 
   const TrafficCounters& counters() const { return counters_; }
@@ -85,9 +93,10 @@ class Transport {
  protected:
   virtual void do_send(int peer, int tag, std::span<const std::byte> data) = 0;
   virtual std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) = 0;
-  // Default: send (buffered) then receive. Rendezvous transports override it.
+  // Default: send (buffered), the work in flight, then receive. Rendezvous transports override it.
   virtual std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
-                                  int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes);
+                                  int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
+                                  const InFlightWork& while_in_flight);
   void check_peer(int peer, const char* what) const;
   // For transports whose collectives bypass send/recv: count what a ring would have sent.
   void count_traffic(std::uint64_t bytes_sent, std::uint64_t messages_sent, std::uint64_t bytes_received,
