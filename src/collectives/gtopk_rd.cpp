@@ -5,7 +5,9 @@
 // Any P: the ranks beyond the largest power of two P' fold their set into rank - P' first and get
 // the result back at the end (the authors' code fails for P = 3 or 6). Residual accounting is
 // local: an entry is consumed iff its index stays in the rank's merged set through every round;
-// a folded rank learns the same of its entries from a mask sent with the result.
+// a folded rank learns the same of its entries from a mask sent with the result. That tracking is
+// off the critical path: it runs while the next round's messages are in flight, and after the last
+// merge only survival is asked, not positions.
 
 #include <bit>
 
@@ -118,16 +120,29 @@ class GtopkRecursiveDoubling final : public Aggregator {
       }
       t.sendrecv(partner, kRoundTag + round, *encoded, partner, kRoundTag + round, reply_,
                  wire::sparse_message_bytes(capacity), settle);
-      // The previous merge's tracking is settled unless the transport skipped the work in flight.
-      settle();
+      settle();  // a no-op once the work in flight has run; correctness does not rest on it running
       merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, partner)), false);
     }
-    settle();
+    // Of the last merge, only which entries made the cut matters, not where they went (unless it
+    // brought in the folded rank's entries, whose positions it sets).
+    const bool last_pending = !settled && !tracked_incoming;
+    if (last_pending) {
+      merger_.own_survived(survived_);
+    } else {
+      settle();
+    }
+    auto mark_consumed = [&](const TrackedEntries& entries, std::uint8_t* flags) {
+      if (last_pending) {
+        mark_surviving(entries.position, survived_, flags);
+      } else {
+        mark_live(entries.position, flags);
+      }
+    };
     out.consumed.resize(local.size());
-    mark_live(own_.position, out.consumed.data());
+    mark_consumed(own_, out.consumed.data());
     if (has_folded) {
       folded_mask_.resize(folded_.position.size());
-      mark_live(folded_.position, folded_mask_.data());
+      mark_consumed(folded_, folded_mask_.data());
       wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, folded_mask_, outgoing_[0]);
       t.send(r + p2, kUnfoldTag, outgoing_[0]);
     }
@@ -137,7 +152,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
   TopkMerger merger_;
   TrackedEntries own_, folded_;
   std::vector<std::int32_t> own_moves_, incoming_moves_;
-  std::vector<std::uint8_t> folded_mask_;
+  std::vector<std::uint8_t> folded_mask_, survived_;
   std::vector<std::byte> message_, reply_;
   std::vector<std::byte> outgoing_[2];  // the message being sent and the one the next merge writes
 };

@@ -43,39 +43,51 @@ std::size_t co_rank(const std::uint64_t* a, std::size_t na, const std::uint64_t*
 }
 
 // Merges two sides' survivor pairs (disjoint indices, each ascending and followed by the sentinel
-// pair) into out[0..m), and records which side each output entry came from. Pairs order as their
-// indices do (the index is the high word), so one 64-bit compare decides. A branch-free merge is
-// bound by the latency of its loop-carried chain (load, compare, advance), so the output is cut in
-// two by co-rank and two independent chains advance in one loop (more chains run out of
-// registers). At the first range's end the second range's first entries act as sentinels: they
-// exceed everything left in the first. The select is a mask, not ?:, because GCC turns some ?:
-// over loaded values into branches, which mispredict half the time here.
+// pair) into out[0..m). Pairs order as their indices do (the index is the high word), so one 64-bit
+// compare decides. A branch-free merge is bound by the latency of its loop-carried chain (load,
+// compare, advance), so the output is cut in kChains parts by co-rank and as many independent
+// chains advance in one loop. At a part's end the next part's first entries act as sentinels: they
+// exceed everything left in it. Each chain is three pointers and the values are written at a fixed
+// offset from the indices, so that everything stays in registers: a chain spilled to the stack runs
+// through a store and a reload per step, twice as slow (why the side each entry came from is not
+// recorded here; positions() works it out later).
 void merge_by_index(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb, std::size_t m,
-                    std::uint32_t* out_indices, float* out_values, std::uint8_t* from_own) {
-  auto* ov = reinterpret_cast<std::uint32_t*>(out_values);
+                    std::uint32_t* out_indices, float* out_values) {
+  constexpr std::size_t kChains = 3;
   struct Chain {
-    std::size_t a, b, u;
+    const std::uint64_t* a;
+    const std::uint64_t* b;
+    std::uint32_t* out;  // where the next index goes
   };
-  auto step = [&](Chain& c) {
-    const std::uint64_t x = a[c.a], y = b[c.b];
+  const std::uintptr_t values_offset =
+      reinterpret_cast<std::uintptr_t>(out_values) - reinterpret_cast<std::uintptr_t>(out_indices);
+  auto step = [values_offset](Chain& c) {
+    const std::uint64_t x = *c.a, y = *c.b;
     const std::uint64_t take_a = x < y;
-    const std::uint64_t v = y ^ ((x ^ y) & (0 - take_a));
-    out_indices[c.u] = static_cast<std::uint32_t>(v >> 32);
-    ov[c.u] = static_cast<std::uint32_t>(v);
-    from_own[c.u] = static_cast<std::uint8_t>(take_a);
+    const std::uint64_t v = std::min(x, y);
+    *c.out = static_cast<std::uint32_t>(v >> 32);
+    *reinterpret_cast<std::uint32_t*>(reinterpret_cast<std::uintptr_t>(c.out) + values_offset) =
+        static_cast<std::uint32_t>(v);
     c.a += take_a;
     c.b += take_a ^ 1u;
-    ++c.u;
+    ++c.out;
   };
-  const std::size_t half = m / 2;
-  const std::size_t split = co_rank(a, na, b, nb, half);
-  Chain first{0, 0, 0};
-  Chain second{split, half - split, half};
-  for (std::size_t t = 0; t < half; ++t) {
-    step(first);
-    step(second);
+  Chain chains[kChains];
+  std::uint32_t* ends[kChains];
+  for (std::size_t c = 0; c < kChains; ++c) {
+    const std::size_t start = m * c / kChains;
+    const std::size_t split = co_rank(a, na, b, nb, start);
+    chains[c] = {a + split, b + (start - split), out_indices + start};
+    ends[c] = out_indices + m * (c + 1) / kChains;
   }
-  if (second.u < m) step(second);
+  // The parts' lengths differ by at most one, the first being the shortest.
+  while (chains[0].out != ends[0]) {
+#pragma GCC unroll 4
+    for (std::size_t c = 0; c < kChains; ++c) step(chains[c]);
+  }
+  for (std::size_t c = 1; c < kChains; ++c) {
+    while (chains[c].out != ends[c]) step(chains[c]);
+  }
 }
 
 }  // namespace
@@ -183,9 +195,10 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   b.pairs[cb] = kSentinelPair;
 
   const Destination out = allocate(m);
-  from_own_.resize(m);
-  merge_by_index(a.pairs.data(), ca, b.pairs.data(), cb, m, out.indices, out.values, from_own_.data());
+  merge_by_index(a.pairs.data(), ca, b.pairs.data(), cb, m, out.indices, out.values);
+  last_out_indices_ = out.indices;
   last_own_ = na;
+  last_own_survivors_ = ca;
   last_incoming_ = nb;
   last_shared_ = shared;
   last_size_ = m;
@@ -198,19 +211,23 @@ void TopkMerger::positions(std::vector<std::int32_t>& own_position,
   SPARSGD_ENFORCE(incoming_position == nullptr || last_tracked_incoming_,
                   "TopkMerger::positions: the last merge did not track its incoming entries");
   // The s-th output entry from own is own's s-th survivor (both ascend by index), and likewise for
-  // incoming. Branch-free: an entry from the other side writes a dummy slot past the end.
+  // incoming: an output entry is own's next survivor or else incoming's (own's survivors end with
+  // the sentinel, whose index no entry has). Branch-free: an entry from the other side writes a
+  // dummy slot past the end.
   const std::size_t na = last_own_;
   const std::size_t nb = last_incoming_;
-  const std::uint8_t* from_own = from_own_.data();
+  const std::uint32_t* out = last_out_indices_;
+  const std::uint64_t* a_pairs = own_survivors_.pairs.data();
   const std::uint32_t* a_positions = own_survivors_.positions.data();
   own_position.assign(na + 1, kDropped);
   std::int32_t* own_slot = own_position.data();
   if (incoming_position == nullptr) {
     std::size_t s = 0;
     for (std::size_t u = 0; u < last_size_; ++u) {
-      const std::uint32_t take = 0u - from_own[u];
+      const std::uint32_t from_own = out[u] == static_cast<std::uint32_t>(a_pairs[s] >> 32);
+      const std::uint32_t take = 0u - from_own;
       own_slot[(a_positions[s] & take) | (static_cast<std::uint32_t>(na) & ~take)] = static_cast<std::int32_t>(u);
-      s += from_own[u];
+      s += from_own;
     }
     own_position.resize(na);
     return;
@@ -220,16 +237,23 @@ void TopkMerger::positions(std::vector<std::int32_t>& own_position,
   std::int32_t* incoming_slot = incoming_position->data();
   std::size_t s = 0, t = 0;
   for (std::size_t u = 0; u < last_size_; ++u) {
-    const std::uint32_t take = 0u - from_own[u];
+    const std::uint32_t from_own = out[u] == static_cast<std::uint32_t>(a_pairs[s] >> 32);
+    const std::uint32_t take = 0u - from_own;
     own_slot[(a_positions[s] & take) | (static_cast<std::uint32_t>(na) & ~take)] = static_cast<std::int32_t>(u);
     incoming_slot[(static_cast<std::uint32_t>(nb) & take) | (b_positions[t] & ~take)] = static_cast<std::int32_t>(u);
-    s += from_own[u];
-    t += from_own[u] ^ 1u;
+    s += from_own;
+    t += from_own ^ 1u;
   }
   own_position.resize(na);
   incoming_position->resize(nb);
   // An incoming entry whose index own shares went into own's copy, wherever that went.
   for (std::size_t i = 0; i < last_shared_; ++i) (*incoming_position)[shared_incoming_[i]] = own_position[shared_own_[i]];
+}
+
+void TopkMerger::own_survived(std::vector<std::uint8_t>& survived) const {
+  survived.assign(last_own_, 0);
+  const std::uint32_t* kept = own_survivors_.positions.data();
+  for (std::size_t s = 0; s < last_own_survivors_; ++s) survived[kept[s]] = 1;
 }
 
 std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,

@@ -42,7 +42,11 @@ class TopkMerger {
                     WritableInputs writable = {}, Track track = Track::own);
   // For the last merge: own_position[i] / (*incoming_position)[i], the position in the result of
   // the pair holding entry i, or kDropped. incoming_position only if that merge tracked incoming.
+  // Reads the result's indices, which must be as the merge wrote them.
   void positions(std::vector<std::int32_t>& own_position, std::vector<std::int32_t>* incoming_position) const;
+  // For the last merge, when only whether an own entry made the cut matters, not where it went:
+  // survived[i] = 1 if own entry i did, else 0 (survived.size() = own's size).
+  void own_survived(std::vector<std::uint8_t>& survived) const;
 
   // Both at once: merge, then positions (incoming tracked where incoming_position is given).
   std::size_t merge(SparseView own, SparseView incoming, std::size_t k, const Allocate& allocate,
@@ -73,11 +77,10 @@ class TopkMerger {
   std::vector<float> own_values_, incoming_values_;
   std::vector<std::uint32_t> ties_own_, ties_incoming_, ties_;
   Survivors own_survivors_, incoming_survivors_;
-  // What positions() needs of the last merge: its sizes, and for each output entry whether it came
-  // from own (1) or incoming (0).
-  std::size_t last_own_ = 0, last_incoming_ = 0, last_shared_ = 0, last_size_ = 0;
+  // What positions() needs of the last merge besides the survivors: its sizes and where it wrote.
+  std::size_t last_own_ = 0, last_incoming_ = 0, last_shared_ = 0, last_size_ = 0, last_own_survivors_ = 0;
   bool last_tracked_incoming_ = false;
-  std::vector<std::uint8_t> from_own_;
+  const std::uint32_t* last_out_indices_ = nullptr;
 };
 
 // Entries that joined a rank's current set, and their position in it (or kDropped).
@@ -105,6 +108,24 @@ struct TrackedEntries {
     }
   }
 };
+
+// flags[i] = 1 if entry i is live (position != kDropped) and survived[its position], else 0: the
+// entries that live through one more merge, of which only that is asked. Branch-free: a dropped
+// entry reads slot 0 and masks it out.
+inline void mark_surviving(const std::vector<std::int32_t>& position, const std::vector<std::uint8_t>& survived,
+                           std::uint8_t* flags) {
+  const std::int32_t* p = position.data();
+  const std::uint8_t* kept = survived.data();
+  const std::size_t count = position.size();
+  if (survived.empty()) {
+    std::fill(flags, flags + count, std::uint8_t{0});
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::int32_t dropped = p[i] >> 31;  // all ones for kDropped, else 0
+    flags[i] = static_cast<std::uint8_t>(kept[static_cast<std::uint32_t>(p[i] & ~dropped)] & ~dropped);
+  }
+}
 
 // flags[i] = 1 if entry i is still live (position != kDropped), else 0. Through raw pointers: a
 // byte store may alias anything, so a loop over vectors would reload their data pointers each time.

@@ -155,6 +155,12 @@ void expect_merge_matches(const SparseVector& own, const SparseVector& incoming,
       if (!track_incoming) {
         ASSERT_THROW(merger.positions(own_position, &incoming_position), sparsgd::Error);
       }
+      std::vector<std::uint8_t> survived;
+      merger.own_survived(survived);
+      ASSERT_EQ(survived.size(), own.size());
+      for (std::size_t i = 0; i < own.size(); ++i) {
+        ASSERT_EQ(survived[i] == 1, want.own_position[i] != kDropped) << "own entry " << i;
+      }
       merger.positions(own_position, track_incoming ? &incoming_position : nullptr);
     }
     ASSERT_EQ(got.dim, want.out.dim);
