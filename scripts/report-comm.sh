@@ -33,7 +33,10 @@ print("Network: paper-1gbe (alpha 0.436 ms, 9 ns per byte). Each worker's comput
 print("thread CPU time. `sim iter` is a whole simulated iteration (accumulate + selection + aggregation + residual")
 print("update); `sim agg` the aggregation alone (from the last worker's selection being ready to the last")
 print("worker holding the sum); `model` the closed-form alpha-beta cost of the aggregation (src/sim/cost_model.cpp);")
-print("`wall` the real time per iteration on this machine. randk-shared uses the randk compressor (shared seed).\n")
+print("`wall` the real time per iteration on this machine. randk-shared uses the randk compressor (shared seed).")
+print("The tree (gtopk) can come in under its model: the model counts 2 log2(P) message hops, but when the last")
+print("worker to be ready sits near the root, its set needs fewer hops to reach everyone (gtopk-rd always needs")
+print("log2(P)).\n")
 print("| P | aggregator | sim iter (ms) | sim agg (ms) | model (ms) | sim agg / model | wall (ms) | bytes sent per worker (max) | messages (max) | matches reference | conservation error |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for p in workers:
