@@ -9,6 +9,7 @@
 // off the critical path: it runs while the next round's messages are in flight, and after the last
 // merge only survival is asked, not positions.
 
+#include <algorithm>
 #include <bit>
 
 #include "collectives/algorithms.hpp"
@@ -55,7 +56,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
     if (p2 == 1) out.sum = local;  // one rank: no partner
     // The current set lives where the last merge wrote it: in the next message to send (encoded in
     // place, so no copy before sending) or, after the last merge, in out.sum. Before any merge it is
-    // the caller's selection, which is encoded once for the first send.
+    // the caller's selection, until it is encoded for the first send.
     SparseView current = view_of(local);
     float* current_writable = nullptr;  // current's values, once they are this rank's own buffer
     const std::vector<std::byte>* encoded = nullptr;
@@ -114,7 +115,14 @@ class GtopkRecursiveDoubling final : public Aggregator {
     for (int dist = 1; dist < p2; dist <<= 1, ++round) {
       const int partner = r ^ dist;
       if (encoded == nullptr) {
-        wire::encode_sparse(wire_id(), n32, k32, current.indices, current.values, {}, outgoing_[spare]);
+        // The caller's selection goes out as it is. The message then holds the current set, in this
+        // rank's own buffer, so the first merge patches shared indices there instead of in copies.
+        const std::size_t size = current.size();
+        const wire::SparseSlots slots = wire::prepare_sparse(wire_id(), n32, k32, size, outgoing_[spare]);
+        std::copy(current.indices.begin(), current.indices.end(), slots.indices);
+        std::copy(current.values.begin(), current.values.end(), slots.values);
+        current = {local.dim, {slots.indices, size}, {slots.values, size}};
+        current_writable = slots.values;
         encoded = &outgoing_[spare];
         spare ^= 1;
       }
