@@ -153,10 +153,14 @@ size_t CompactSelectedImpl(const uint32_t* HWY_RESTRICT keys, size_t n, const ui
   const KeySource<true> from_values{keys, val};
   const KeySource<false> from_keys{keys, val};
   if (out_pos == nullptr) {
-    if (keys == nullptr) return CompactLoop<true, false>(from_values, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
+    if (keys == nullptr) {
+      return CompactLoop<true, false>(from_values, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
+    }
     return CompactLoop<false, false>(from_keys, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
   }
-  if (keys == nullptr) return CompactLoop<true, true>(from_values, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
+  if (keys == nullptr) {
+    return CompactLoop<true, true>(from_values, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
+  }
   return CompactLoop<false, true>(from_keys, n, idx, val, threshold, tie_cutoff, out_pairs, out_pos);
 }
 

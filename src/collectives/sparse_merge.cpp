@@ -122,10 +122,9 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
                                                  shared_incoming_.data());
   // Selection keys are made from the values on the fly. Where indices are shared, the own copy
   // holds the sum and the incoming copy is zeroed (in place where the caller allows it, else in
-  // scratch copies of the values): a zero's key
-  // lies below every threshold but the lowest, so it is never selected unless the k-th largest
-  // magnitude is itself zero, or everything fits; only then are the keys stored, with the incoming
-  // copies' keys set to kExcluded.
+  // scratch copies of the values): a zero's key lies below every threshold but the lowest, so it is
+  // never selected unless the k-th largest magnitude is itself zero, or everything fits; only then
+  // are the keys stored, with the incoming copies' keys set to kExcluded.
   const float* own_values = own.values.data();
   const float* incoming_values = incoming.values.data();
   SelectionKeys own_keys{nullptr, na};
@@ -210,44 +209,44 @@ void TopkMerger::positions(std::vector<std::int32_t>& own_position,
                            std::vector<std::int32_t>* incoming_position) const {
   SPARSGD_ENFORCE(incoming_position == nullptr || last_tracked_incoming_,
                   "TopkMerger::positions: the last merge did not track its incoming entries");
+  own_position.assign(last_own_ + 1, kDropped);
+  if (incoming_position == nullptr) {
+    place_outputs<false>(own_position.data(), nullptr);
+  } else {
+    incoming_position->assign(last_incoming_ + 1, kDropped);
+    place_outputs<true>(own_position.data(), incoming_position->data());
+    incoming_position->resize(last_incoming_);
+    // An incoming entry whose index own shares went into own's copy, wherever that went.
+    for (std::size_t i = 0; i < last_shared_; ++i) {
+      (*incoming_position)[shared_incoming_[i]] = own_position[shared_own_[i]];
+    }
+  }
+  own_position.resize(last_own_);
+}
+
+template <bool kIncoming>
+void TopkMerger::place_outputs(std::int32_t* own_slot, std::int32_t* incoming_slot) const {
   // The s-th output entry from own is own's s-th survivor (both ascend by index), and likewise for
   // incoming: an output entry is own's next survivor or else incoming's (own's survivors end with
-  // the sentinel, whose index no entry has). Branch-free: an entry from the other side writes a
+  // the sentinel, whose index no entry has). Branch-free: an entry from the other side writes the
   // dummy slot past the end.
-  const std::size_t na = last_own_;
-  const std::size_t nb = last_incoming_;
+  const auto own_dummy = static_cast<std::uint32_t>(last_own_);
+  const auto incoming_dummy = static_cast<std::uint32_t>(last_incoming_);
   const std::uint32_t* out = last_out_indices_;
   const std::uint64_t* a_pairs = own_survivors_.pairs.data();
   const std::uint32_t* a_positions = own_survivors_.positions.data();
-  own_position.assign(na + 1, kDropped);
-  std::int32_t* own_slot = own_position.data();
-  if (incoming_position == nullptr) {
-    std::size_t s = 0;
-    for (std::size_t u = 0; u < last_size_; ++u) {
-      const std::uint32_t from_own = out[u] == static_cast<std::uint32_t>(a_pairs[s] >> 32);
-      const std::uint32_t take = 0u - from_own;
-      own_slot[(a_positions[s] & take) | (static_cast<std::uint32_t>(na) & ~take)] = static_cast<std::int32_t>(u);
-      s += from_own;
-    }
-    own_position.resize(na);
-    return;
-  }
-  const std::uint32_t* b_positions = incoming_survivors_.positions.data();
-  incoming_position->assign(nb + 1, kDropped);
-  std::int32_t* incoming_slot = incoming_position->data();
+  [[maybe_unused]] const std::uint32_t* b_positions = incoming_survivors_.positions.data();
   std::size_t s = 0, t = 0;
   for (std::size_t u = 0; u < last_size_; ++u) {
     const std::uint32_t from_own = out[u] == static_cast<std::uint32_t>(a_pairs[s] >> 32);
     const std::uint32_t take = 0u - from_own;
-    own_slot[(a_positions[s] & take) | (static_cast<std::uint32_t>(na) & ~take)] = static_cast<std::int32_t>(u);
-    incoming_slot[(static_cast<std::uint32_t>(nb) & take) | (b_positions[t] & ~take)] = static_cast<std::int32_t>(u);
+    own_slot[(a_positions[s] & take) | (own_dummy & ~take)] = static_cast<std::int32_t>(u);
+    if constexpr (kIncoming) {
+      incoming_slot[(incoming_dummy & take) | (b_positions[t] & ~take)] = static_cast<std::int32_t>(u);
+      t += from_own ^ 1u;
+    }
     s += from_own;
-    t += from_own ^ 1u;
   }
-  own_position.resize(na);
-  incoming_position->resize(nb);
-  // An incoming entry whose index own shares went into own's copy, wherever that went.
-  for (std::size_t i = 0; i < last_shared_; ++i) (*incoming_position)[shared_incoming_[i]] = own_position[shared_own_[i]];
 }
 
 void TopkMerger::own_survived(std::vector<std::uint8_t>& survived) const {

@@ -66,6 +66,11 @@ class TopkMerger {
   };
 
  private:
+  // positions()' walk over the last merge's output: writes each output position into the slot of
+  // the own (and, with kIncoming, incoming) entry it holds; slots past the inputs' ends absorb the
+  // writes of the side not taken.
+  template <bool kIncoming>
+  void place_outputs(std::int32_t* own_slot, std::int32_t* incoming_slot) const;
   std::uint32_t tie_cutoff(SelectionKeys own_keys, const float* own_values, const std::uint32_t* own_indices,
                            SelectionKeys incoming_keys, const std::uint32_t* incoming_indices,
                            const float* incoming_values, std::uint32_t threshold, std::size_t ties_taken);

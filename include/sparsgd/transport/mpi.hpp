@@ -55,8 +55,7 @@ class MpiTransport final : public Transport {
   // Polls `request` to completion (its status into `status`, if given); throws on error or timeout.
   void wait(MPI_Request& request, const std::string& what, MPI_Status* status = MPI_STATUS_IGNORE);
   // Posts the receive (into max_bytes), then the optional send, runs the work in flight, and waits
-  // for both: sendrecv, and
-  // under SMPI every receive (no probe there: it would cost simulated time).
+  // for both: sendrecv, and under SMPI every receive (no probe there: it would cost simulated time).
   struct Outgoing {
     int peer;
     int tag;
