@@ -23,6 +23,9 @@
 #                                 negative gives the benchmark the cores on a shared machine; the
 #                                 reported run used -19)
 #     --mpirun-args "..."         more mpirun arguments (e.g. "--mca btl_tcp_progress_thread 1")
+#     --eager-limit BYTES         Open MPI's TCP eager limit and fragment size (default 262144, so
+#                                 that the sparse aggregators' messages go without a rendezvous;
+#                                 0 keeps Open MPI's own, 64 KB; see below)
 #   scripts/shaped-network.sh --cleanup-only
 #       removes what earlier runs left behind (namespaces named sgdsh<PID>..., whose script is gone).
 #
@@ -58,7 +61,12 @@
 # Open MPI: the hostfile lists the worker namespaces; --mca plm_rsh_agent is a small launcher that
 # runs the daemon as `ip netns exec NS unshare --uts` with the hostname set to NS (distinct nodes,
 # distinct session directories); pml ob1, btl tcp,self (no shared memory between ranks), and both
-# btl_tcp_if_include and oob_tcp_if_include set to the bridge subnet.
+# btl_tcp_if_include and oob_tcp_if_include set to the bridge subnet. A message above Open MPI's TCP
+# eager limit (64 KB) goes by rendezvous: its first fragment, the receiver's acknowledgement (sent
+# when the receiver next polls), then the rest; on these links that cost gtopk-rd's 200 KB messages
+# about 1.5 ms each (P = 2: 3.5 ms where the wire takes 1.6). The eager limit and the fragment size
+# are raised to 256 KB, so that such a message goes in one piece (its receive is always posted
+# first, so nothing is buffered); dense's 25 MB chunks still go by rendezvous.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -82,6 +90,7 @@ mpi_timeout=900
 cleanup_only=0
 nice_level=0
 mpirun_args=""
+eager_limit=262144
 subnet=10.77.0
 command_line="scripts/shaped-network.sh${*:+ $*}"
 
@@ -110,6 +119,7 @@ while [ $# -gt 0 ]; do
     --timeout) mpi_timeout=$2; shift 2 ;;
     --nice) nice_level=$2; shift 2 ;;
     --mpirun-args) mpirun_args=$2; shift 2 ;;
+    --eager-limit) eager_limit=$2; shift 2 ;;
     --cleanup-only) cleanup_only=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
@@ -196,6 +206,11 @@ for p in $workers; do
   [ "$p" -gt "$max_p" ] && max_p=$p
 done
 if [ "$rate_check" = 1 ] && [ "$max_p" -lt 2 ]; then rate_check=0; fi
+[[ "$eager_limit" =~ ^[0-9]+$ ]] || die "--eager-limit: $eager_limit is not a number of bytes"
+eager_args=""
+if [ "$eager_limit" -gt 0 ]; then
+  eager_args="--mca btl_tcp_eager_limit $eager_limit --mca btl_tcp_max_send_size $eager_limit"
+fi
 tmp=$(mktemp -d /tmp/shaped-network.XXXXXX)
 
 # Open MPI calls `AGENT [options] HOST COMMAND...` as it would call ssh; HOST is a namespace.
@@ -289,7 +304,7 @@ run_bench() {
     timeout "$mpi_timeout" mpirun --hostfile "$tmp/hosts" -np "$p" --map-by node --bind-to none \
       --mca plm_rsh_agent "$tmp/agent" --mca plm_rsh_no_tree_spawn 1 \
       --mca pml ob1 --mca btl tcp,self \
-      --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" $mpirun_args \
+      --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" $eager_args $mpirun_args \
       "$tmp/rank" "$nice_level" "$sparsgd" bench comm --transport mpi --json "$@" >"$out.tmp" 2>"$out.err" &
   mpirun_pid=$!
   local status=0
@@ -333,6 +348,8 @@ mkdir -p "$runs"
   echo "latency=$latency"
   echo "gso_max_size=$gso_max_size"
   echo "nice=$nice_level"
+  echo "eager_limit=$eager_limit"
+  echo "mpirun_args=$mpirun_args"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command=$command_line"
 } >>"$runs/env.txt"

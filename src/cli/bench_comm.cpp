@@ -199,6 +199,11 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
       record.sum_digests.push_back(digest_of(result));
       if (record.keep_results) record.results.push_back(result);
     }
+    // The next iteration's gradient and compression must not start beside another worker's
+    // aggregation: where workers share cores (threads here, ranks on one machine), a worker done
+    // early would take cores and caches from those still aggregating, and their times would
+    // measure that (at P = 4 on 2 cores the aggregation's wall time doubled).
+    base.barrier();
   }
   record.counters = comm.counters();
   if (o.verify) record.residual_digest = fnv1a(std::as_bytes(exchange.feedback().residual()));
