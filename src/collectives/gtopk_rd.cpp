@@ -90,7 +90,9 @@ class GtopkRecursiveDoubling final : public Aggregator {
               out.sum.resize(size);
               written = {out.sum.indices.data(), out.sum.values.data()};
             } else {
-              const wire::SparseSlots slots = wire::prepare_sparse(wire_id(), n32, k32, size, target);
+              // Into the received message's buffer: the merge has read it just now (compaction
+              // copies what it keeps), so it is in cache where the spare one is not.
+              const wire::SparseSlots slots = wire::prepare_sparse(wire_id(), n32, k32, size, reply_);
               written = {slots.indices, slots.values};
             }
             return written;
@@ -101,6 +103,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
       settled = false;
       tracked_incoming = track_incoming;
       if (!last) {
+        target.swap(reply_);
         current = {local.dim, {written.indices, m}, {written.values, m}};
         current_writable = written.values;  // sent before the next merge reads it, so free to change
         encoded = &target;
