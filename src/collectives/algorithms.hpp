@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "sparsgd/collectives/aggregator.hpp"
-#include "sparsgd/collectives/ring_segments.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/wire.hpp"
 
@@ -38,11 +37,10 @@ inline wire::Expectation expectation(const Aggregator& a, const SparseVector& lo
 }
 
 // Sums `values` over all ranks in place with a ring (reduce-scatter, then allgather): 2(P-1)
-// steps of about size/P values each, a step cut in segments of at most segment_values
-// (ring_segments.hpp) so that summing overlaps the transfer. `extra` travels in every header and
-// must match on every rank (a checksum of what the values mean).
+// messages of about size/P values each. `extra` travels in every header and must match on every
+// rank (a checksum of what the values mean).
 void ring_allreduce(transport::Transport& t, std::span<float> values, const wire::Expectation& expect,
-                    std::uint32_t extra, int tag_base, std::size_t segment_values = kRingSegmentValues);
+                    std::uint32_t extra, int tag_base);
 
 // Chunk c of a ring allreduce over `size` values among P ranks: [begin, end).
 std::pair<std::size_t, std::size_t> ring_chunk(std::size_t size, int ranks, int c);

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "sparsgd/collectives/ring_segments.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/wire.hpp"
 
@@ -28,16 +27,12 @@ CommCost aggregation_cost(const std::string& aggregator, int workers, std::size_
   CommCost cost;
   if (p == 1) return cost;
   if (aggregator == "dense" || aggregator == "randk-shared") {
-    // 2(P-1) steps, each sending the largest chunk as `segments` messages.
     const std::size_t values = aggregator == "dense" ? n : k;
-    const auto segments = static_cast<double>(collectives::ring_segment_count(values, p));
-    const double step_bytes =
-        4.0 * static_cast<double>((values + static_cast<std::size_t>(p) - 1) / static_cast<std::size_t>(p)) +
-        segments * static_cast<double>(wire::dense_message_bytes(0));
-    const double steps = 2.0 * (p - 1);
-    cost.messages = steps * segments;
-    cost.seconds = steps * (segments * alpha + step_bytes * beta);
-    cost.bytes_per_worker = steps * step_bytes;
+    const double chunk = static_cast<double>(wire::dense_message_bytes((values + static_cast<std::size_t>(p) - 1) /
+                                                                       static_cast<std::size_t>(p)));
+    cost.messages = 2.0 * (p - 1);
+    cost.seconds = cost.messages * (alpha + chunk * beta);
+    cost.bytes_per_worker = cost.messages * chunk;
   } else if (aggregator == "allgather") {
     cost.messages = ceil_log2(p);
     cost.bytes_per_worker = (p - 1) * pairs;

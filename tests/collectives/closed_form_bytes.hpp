@@ -2,7 +2,6 @@
 // Bytes and messages each rank sends in one aggregation, counted from each algorithm's structure
 // (every selection holds exactly k entries, as topk and randk give).
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,20 +21,13 @@ inline std::size_t chunk_size(std::size_t size, int p, int c) {
   return base + (static_cast<std::size_t>(c) < extra ? 1 : 0);
 }
 
-// Each of the 2(P-1) steps sends one chunk, as `segments` messages when it is large (a header each).
 inline Traffic ring_traffic(std::size_t values, int p, int r) {
   Traffic t;
   if (p == 1) return t;
-  const auto pp = static_cast<std::size_t>(p);
-  const std::size_t largest = (values + pp - 1) / pp;
-  const std::size_t segments = std::max<std::size_t>(1, (largest + (std::size_t{1} << 20) - 1) >> 20);
   auto mod = [p](int x) { return ((x % p) + p) % p; };
-  auto step = [&](int chunk) {
-    return 4 * chunk_size(values, p, chunk) + segments * wire::dense_message_bytes(0);
-  };
-  for (int s = 0; s < p - 1; ++s) t.bytes += step(mod(r - s));
-  for (int s = 0; s < p - 1; ++s) t.bytes += step(mod(r + 1 - s));
-  t.messages = 2 * static_cast<std::uint64_t>(p - 1) * segments;
+  for (int s = 0; s < p - 1; ++s) t.bytes += wire::dense_message_bytes(chunk_size(values, p, mod(r - s)));
+  for (int s = 0; s < p - 1; ++s) t.bytes += wire::dense_message_bytes(chunk_size(values, p, mod(r + 1 - s)));
+  t.messages = 2 * static_cast<std::uint64_t>(p - 1);
   return t;
 }
 
