@@ -34,10 +34,20 @@ void check_local_selection(const SparseVector& local, std::size_t k, std::size_t
   const std::size_t count = local.size();
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(local.dim, std::numeric_limits<std::uint32_t>::max()));
   if (wire::entries_valid(idx, local.values.data(), count, n)) return;
-  for (std::size_t i = 0; i < count; ++i) {
-    SPARSGD_ENFORCE_LT(static_cast<std::size_t>(idx[i]), local.dim, who << ": selected index out of range");
-    if (i > 0) SPARSGD_ENFORCE_LT(idx[i - 1], idx[i], who << ": selection must be ascending");
-    SPARSGD_ENFORCE(std::isfinite(local.values[i]), who << ": selected value at index " << idx[i] << " is not finite");
+  const wire::EntryFault fault = wire::first_invalid_entry(idx, local.values.data(), count, n);
+  const std::size_t i = fault.position;
+  switch (fault.kind) {
+    case wire::EntryFault::index_out_of_range:
+      SPARSGD_ENFORCE_LT(static_cast<std::size_t>(idx[i]), local.dim, who << ": selected index out of range");
+      break;
+    case wire::EntryFault::not_ascending:
+      SPARSGD_ENFORCE_LT(idx[i - 1], idx[i], who << ": selection must be ascending");
+      break;
+    case wire::EntryFault::not_finite:
+      SPARSGD_ENFORCE(std::isfinite(local.values[i]), who << ": selected value at index " << idx[i] << " is not finite");
+      break;
+    case wire::EntryFault::none:
+      break;
   }
 }
 

@@ -145,12 +145,18 @@ Header validate_sparse_frame(std::span<const std::byte> message, const Expectati
 // Every entry: index in range and strictly ascending, value finite.
 void validate_entries(const std::uint32_t* idx, const float* val, std::size_t count, std::uint32_t n,
                       const Expectation& expect) {
-  // The vectorized check first; the slow loop below only names the culprit.
-  const bool bad = !entries_valid(idx, val, count, n);
-  for (std::size_t i = 0; bad && i < count; ++i) {
-    if (idx[i] >= n) fail(expect, "index " + std::to_string(idx[i]) + " out of range for n = " + std::to_string(n));
-    if (i > 0 && idx[i] <= idx[i - 1]) fail(expect, "indices not strictly ascending");
-    if (!std::isfinite(val[i])) fail(expect, "non-finite value at index " + std::to_string(idx[i]));
+  if (entries_valid(idx, val, count, n)) return;
+  const EntryFault fault = first_invalid_entry(idx, val, count, n);
+  const std::size_t i = fault.position;
+  switch (fault.kind) {
+    case EntryFault::index_out_of_range:
+      fail(expect, "index " + std::to_string(idx[i]) + " out of range for n = " + std::to_string(n));
+    case EntryFault::not_ascending:
+      fail(expect, "indices not strictly ascending");
+    case EntryFault::not_finite:
+      fail(expect, "non-finite value at index " + std::to_string(idx[i]));
+    case EntryFault::none:
+      break;
   }
 }
 

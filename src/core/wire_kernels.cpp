@@ -7,6 +7,8 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+#include <cmath>
+
 #include "core/wire_kernels.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -63,6 +65,15 @@ HWY_EXPORT(EntriesValidImpl);
 
 bool entries_valid(const std::uint32_t* idx, const float* val, std::size_t count, std::uint32_t n) {
   return HWY_DYNAMIC_DISPATCH(EntriesValidImpl)(idx, val, count, n);
+}
+
+EntryFault first_invalid_entry(const std::uint32_t* idx, const float* val, std::size_t count, std::uint32_t n) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (idx[i] >= n) return {EntryFault::index_out_of_range, i};
+    if (i > 0 && idx[i] <= idx[i - 1]) return {EntryFault::not_ascending, i};
+    if (!std::isfinite(val[i])) return {EntryFault::not_finite, i};
+  }
+  return {};
 }
 
 }  // namespace sparsgd::wire
