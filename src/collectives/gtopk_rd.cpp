@@ -51,7 +51,12 @@ class GtopkRecursiveDoubling final : public Aggregator {
       return;
     }
 
-    own_.start(local.size());
+    // Where the rank's own entries are is first needed when the first merge is settled, in flight.
+    bool own_started = false;
+    auto start_own = [&] {
+      if (!own_started) own_.start(local.size());
+      own_started = true;
+    };
     const bool has_folded = r < extras;
     if (p2 == 1) out.sum = local;  // one rank: no partner
     // The current set lives where the last merge wrote it: in the next message to send (encoded in
@@ -70,6 +75,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
     auto settle = [&] {
       if (settled) return;
       merger_.positions(own_moves_, tracked_incoming ? &incoming_moves_ : nullptr);
+      start_own();
       own_.follow(own_moves_);
       if (tracked_incoming) {
         folded_.position = incoming_moves_;
@@ -149,6 +155,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
         mark_live(entries.position, flags);
       }
     };
+    start_own();
     out.consumed.resize(local.size());
     mark_consumed(own_, out.consumed.data());
     if (has_folded) {
