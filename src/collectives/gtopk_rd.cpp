@@ -9,7 +9,6 @@
 // off the critical path: it runs while the next round's messages are in flight, and after the last
 // merge only survival is asked, not positions.
 
-#include <algorithm>
 #include <bit>
 
 #include "collectives/algorithms.hpp"
@@ -127,9 +126,8 @@ class GtopkRecursiveDoubling final : public Aggregator {
         // The caller's selection goes out as it is. The message then holds the current set, in this
         // rank's own buffer, so the first merge patches shared indices there instead of in copies.
         const std::size_t size = current.size();
-        const wire::SparseSlots slots = wire::prepare_sparse(wire_id(), n32, k32, size, outgoing_[spare]);
-        std::copy(current.indices.begin(), current.indices.end(), slots.indices);
-        std::copy(current.values.begin(), current.values.end(), slots.values);
+        const wire::SparseSlots slots =
+            wire::encode_sparse(wire_id(), n32, k32, current.indices, current.values, {}, outgoing_[spare]);
         current = {local.dim, {slots.indices, size}, {slots.values, size}};
         current_writable = slots.values;
         encoded = &outgoing_[spare];

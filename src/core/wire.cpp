@@ -65,8 +65,28 @@ std::size_t sparse_message_bytes(std::size_t count, std::size_t mask_bits) {
 
 std::size_t dense_message_bytes(std::size_t count) { return kHeaderBytes + 4 * count; }
 
-void encode_sparse(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, std::span<const std::uint32_t> indices,
-                   std::span<const float> values, std::span<const std::uint8_t> mask, std::vector<std::byte>& out) {
+namespace {
+
+// The entries of a message, typed in place. The message buffers are only ever read and written as
+// these arrays or through memcpy; offsets 20 and 20 + 4 count keep them 4-byte aligned when the
+// buffer is (std::vector's storage from operator new is aligned for any fundamental type).
+template <typename Byte>
+auto entries_at(Byte* message, std::size_t count) {
+  constexpr bool kConst = std::is_const_v<Byte>;
+  using Index = std::conditional_t<kConst, const std::uint32_t, std::uint32_t>;
+  using Value = std::conditional_t<kConst, const float, float>;
+  SPARSGD_ENFORCE(reinterpret_cast<std::uintptr_t>(message) % alignof(std::uint32_t) == 0,
+                  "message buffer is not 4-byte aligned");
+  auto* indices = reinterpret_cast<Index*>(message + kHeaderBytes);
+  auto* values = reinterpret_cast<Value*>(message + kHeaderBytes + 4 * count);
+  return std::pair{indices, values};
+}
+
+}  // namespace
+
+SparseSlots encode_sparse(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k,
+                          std::span<const std::uint32_t> indices, std::span<const float> values,
+                          std::span<const std::uint8_t> mask, std::vector<std::byte>& out) {
   SPARSGD_ENFORCE_EQ(indices.size(), values.size(), "sparse message arrays differ in length");
   const std::size_t count = indices.size();
   out.resize(sparse_message_bytes(count, mask.size()));
@@ -83,6 +103,8 @@ void encode_sparse(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, st
   for (std::size_t b = 0; b < mask.size(); ++b) {
     if (mask[b]) m[b / 8] |= static_cast<std::byte>(1u << (b % 8));
   }
+  const auto [idx, val] = entries_at(out.data(), count);
+  return {idx, val};
 }
 
 void encode_dense(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, std::span<const float> values,
@@ -103,21 +125,6 @@ std::size_t sparse_message_length(std::span<const std::byte> bytes, const Expect
 }
 
 namespace {
-
-// The entries of a message, typed in place. The message buffers are only ever read and written as
-// these arrays or through memcpy; offsets 20 and 20 + 4 count keep them 4-byte aligned when the
-// buffer is (std::vector's storage from operator new is aligned for any fundamental type).
-template <typename Byte>
-auto entries_at(Byte* message, std::size_t count) {
-  constexpr bool kConst = std::is_const_v<Byte>;
-  using Index = std::conditional_t<kConst, const std::uint32_t, std::uint32_t>;
-  using Value = std::conditional_t<kConst, const float, float>;
-  SPARSGD_ENFORCE(reinterpret_cast<std::uintptr_t>(message) % alignof(std::uint32_t) == 0,
-                  "message buffer is not 4-byte aligned");
-  auto* indices = reinterpret_cast<Index*>(message + kHeaderBytes);
-  auto* values = reinterpret_cast<Value*>(message + kHeaderBytes + 4 * count);
-  return std::pair{indices, values};
-}
 
 // Header, length and mask of a sparse message; returns the header.
 Header validate_sparse_frame(std::span<const std::byte> message, const Expectation& expect,

@@ -44,9 +44,12 @@ struct Expectation {
 std::size_t sparse_message_bytes(std::size_t count, std::size_t mask_bits = 0);
 std::size_t dense_message_bytes(std::size_t count);
 
-// Appends nothing: `out` is resized to exactly the message.
-void encode_sparse(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, std::span<const std::uint32_t> indices,
-                   std::span<const float> values, std::span<const std::uint8_t> mask, std::vector<std::byte>& out);
+struct SparseSlots;
+// Appends nothing: `out` is resized to exactly the message. Returns where the entries now lie in
+// `out` (for a caller that goes on using or changing them there).
+SparseSlots encode_sparse(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k,
+                          std::span<const std::uint32_t> indices, std::span<const float> values,
+                          std::span<const std::uint8_t> mask, std::vector<std::byte>& out);
 void encode_dense(std::uint32_t algorithm, std::uint32_t n, std::uint32_t k, std::span<const float> values,
                   std::uint32_t extra, std::vector<std::byte>& out);
 
@@ -58,7 +61,7 @@ std::size_t sparse_message_length(std::span<const std::byte> bytes, const Expect
 // `message`, which must outlive it and stay unchanged.
 SparseView decode_sparse_view(std::span<const std::byte> message, const Expectation& expect);
 
-// Where a sparse message's entries go when they are written in place (see prepare_sparse).
+// Where a sparse message's entries lie (see encode_sparse and prepare_sparse).
 struct SparseSlots {
   std::uint32_t* indices = nullptr;
   float* values = nullptr;
