@@ -32,9 +32,10 @@ size_t SharedTail(const uint32_t* a, size_t i, size_t na, const uint32_t* b, siz
 
 // Block intersection: a vector of a against every lane of a vector of b (one broadcast compare per
 // lane of b), then the block with the smaller last element moves on. Every pair of blocks that can
-// share an index meets once, so each shared index is found once and in order. Shared indices are
-// rare in gTop-k (the workers' selections mostly differ), so the exact positions are taken by a
-// scalar walk of the two blocks only where a block pair holds one.
+// share an index meets once, so each shared index is found once and in order. The lanes of a that
+// hit go out with the start of b's block, unconditionally (in gTop-k's later rounds a block pair
+// holds a shared index as often as not, so a branch on it would mispredict); a second pass finds
+// each one's lane in its block of b.
 size_t FindSharedImpl(const uint32_t* HWY_RESTRICT a, size_t na, const uint32_t* HWY_RESTRICT b, size_t nb,
                       uint32_t* HWY_RESTRICT a_pos, uint32_t* HWY_RESTRICT b_pos) {
   const DU du;
@@ -48,26 +49,27 @@ size_t FindSharedImpl(const uint32_t* HWY_RESTRICT a, size_t na, const uint32_t*
       const auto va = hn::LoadU(du, a + i);
       auto hit = hn::Eq(va, hn::Set(du, b[j]));
       for (size_t l = 1; l < kLanes; ++l) hit = hn::Or(hit, hn::Eq(va, hn::Set(du, b[j + l])));
-      if (HWY_UNLIKELY(!hn::AllFalse(du, hit))) {
-        // The lanes of b that some lane of a equals, the same way round. Both blocks ascend, so the
-        // s-th such lane of a pairs with the s-th of b: the positions are two compressions.
-        const auto vb = hn::LoadU(du, b + j);
-        auto hit_b = hn::Eq(vb, hn::Set(du, a[i]));
-        for (size_t l = 1; l < kLanes; ++l) hit_b = hn::Or(hit_b, hn::Eq(vb, hn::Set(du, a[i + l])));
-        // Room for whole vectors: a_pos / b_pos hold min(na, nb) + 1 entries, so spill into
-        // scratch when the block could reach past them.
-        if (count + kLanes <= shared_capacity) {
-          hn::CompressStore(hn::Add(iota, hn::Set(du, static_cast<uint32_t>(i))), hit, du, a_pos + count);
-          hn::CompressStore(hn::Add(iota, hn::Set(du, static_cast<uint32_t>(j))), hit_b, du, b_pos + count);
-          count += hn::CountTrue(du, hit);
-        } else {
-          count = SharedTail(a, i, i + kLanes, b, j, j + kLanes, a_pos, b_pos, count);
-        }
+      // Room for whole vectors: a_pos / b_pos hold min(na, nb) + 1 entries, so near the end the
+      // block is walked instead.
+      if (HWY_LIKELY(count + kLanes <= shared_capacity)) {
+        hn::CompressStore(hn::Add(iota, hn::Set(du, static_cast<uint32_t>(i))), hit, du, a_pos + count);
+        hn::StoreU(hn::Set(du, static_cast<uint32_t>(j)), du, b_pos + count);
+        count += hn::CountTrue(du, hit);
+      } else if (!hn::AllFalse(du, hit)) {
+        const size_t before = count;
+        count = SharedTail(a, i, i + kLanes, b, j, j + kLanes, a_pos, b_pos, count);
+        for (size_t s = before; s < count; ++s) b_pos[s] = static_cast<uint32_t>(j);  // the block's start, as above
       }
       const uint32_t a_last = a[i + kLanes - 1];
       const uint32_t b_last = b[j + kLanes - 1];
       i += a_last <= b_last ? kLanes : 0;
       j += b_last <= a_last ? kLanes : 0;
+    }
+    // Each hit's lane in its block of b: the number of the block's indices below it.
+    for (size_t s = 0; s < count; ++s) {
+      const size_t start = b_pos[s];
+      const auto below = hn::Lt(hn::LoadU(du, b + start), hn::Set(du, a[a_pos[s]]));
+      b_pos[s] = static_cast<uint32_t>(start + hn::CountTrue(du, below));
     }
   }
   return SharedTail(a, i, na, b, j, nb, a_pos, b_pos, count);
@@ -190,6 +192,190 @@ size_t IndicesWithKeyImpl(const uint32_t* HWY_RESTRICT keys, const float* HWY_RE
   return IndicesWithKeyLoop<false>({keys, val}, n, idx, key, out);
 }
 
+// Where the first `t` outputs of a merge of the ascending arrays a and b (no value in both) end in
+// `a`: the smallest split with every a[< split] and b[< t - split] below the rest.
+size_t CoRank(const uint64_t* a, size_t na, const uint64_t* b, size_t nb, size_t t) {
+  size_t lo = t > nb ? t - nb : 0;
+  size_t hi = HWY_MIN(t, na);
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < b[t - mid - 1]) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// One merge, cut by co-rank into parts of nearly equal output that advance side by side: a merge is
+// bound by the latency of its loop-carried chain, so independent ones fill the core. A part reads
+// on past its own entries, into the next part's or the padding: they exceed everything in it, so
+// its first `size` outputs are its own. Pairs order as their indices do (the index is the high
+// word), so one 64-bit compare decides.
+struct MergePart {
+  const uint64_t* a;
+  const uint64_t* b;
+  size_t out;   // where its first output goes
+  size_t size;  // how many outputs
+};
+
+// Scalar parts: a branch-free step (load, compare, advance). Each part is three pointers and the
+// values go at a fixed offset from the indices, so that everything stays in registers: a part
+// spilled to the stack runs through a store and a reload per step, twice as slow (why the side each
+// entry came from is not recorded here either; TopkMerger::positions works it out later).
+template <size_t kParts>
+void MergeScalarParts(const MergePart* parts, uint32_t* out_indices, uint32_t* out_values) {
+  struct Chain {
+    const uint64_t* a;
+    const uint64_t* b;
+    uint32_t* out;  // where the next index goes
+  };
+  const uintptr_t values_offset = reinterpret_cast<uintptr_t>(out_values) - reinterpret_cast<uintptr_t>(out_indices);
+  auto step = [values_offset](Chain& c) {
+    const uint64_t x = *c.a, y = *c.b;
+    const uint64_t take_a = x < y;
+    const uint64_t v = HWY_MIN(x, y);
+    *c.out = static_cast<uint32_t>(v >> 32);
+    *reinterpret_cast<uint32_t*>(reinterpret_cast<uintptr_t>(c.out) + values_offset) = static_cast<uint32_t>(v);
+    c.a += take_a;
+    c.b += take_a ^ 1u;
+    ++c.out;
+  };
+  Chain chains[kParts];
+  uint32_t* ends[kParts];
+  size_t shortest = parts[0].size;
+  for (size_t c = 0; c < kParts; ++c) {
+    chains[c] = {parts[c].a, parts[c].b, out_indices + parts[c].out};
+    ends[c] = out_indices + parts[c].out + parts[c].size;
+    shortest = HWY_MIN(shortest, parts[c].size);
+  }
+  for (size_t s = 0; s < shortest; ++s) {
+#pragma GCC unroll 4
+    for (size_t c = 0; c < kParts; ++c) step(chains[c]);
+  }
+  for (size_t c = 0; c < kParts; ++c) {
+    while (chains[c].out != ends[c]) step(chains[c]);
+  }
+}
+
+#if HWY_TARGET <= HWY_AVX3
+// Eight pairs at a time (AVX-512): the classic vector merge. A vector of carried pairs (sorted) meets
+// the next eight of the side whose next pair is smaller; a bitonic network splits the sixteen into
+// the eight smallest, which go out, and the eight largest, carried on. About three times the scalar
+// step's speed; the network's latency is hidden by running parts side by side.
+using D64 = hn::Full512<uint64_t>;
+using V64 = hn::Vec512<uint64_t>;
+
+// Sorts a bitonic vector: compare-exchange at distances 4, 2 and 1.
+HWY_INLINE V64 SortBitonic(V64 v) {
+  const D64 d;
+  V64 other = hn::ConcatLowerUpper(d, v, v);
+  v = hn::ConcatUpperLower(d, hn::Max(v, other), hn::Min(v, other));
+  other = hn::SwapAdjacentBlocks(v);
+  v = hn::OddEvenBlocks(hn::Max(v, other), hn::Min(v, other));
+  other = hn::Shuffle01(v);
+  return hn::OddEven(hn::Max(v, other), hn::Min(v, other));
+}
+
+struct VectorChain {
+  const uint64_t* a;
+  const uint64_t* b;
+  uint32_t* out;
+  size_t left;  // outputs still to write
+  V64 carry;
+};
+
+// The eight smallest of carry and next (both ascending), in order; carry keeps the rest.
+HWY_INLINE V64 MergeStep(V64& carry, V64 next) {
+  const D64 d;
+  const V64 reversed = hn::Reverse(d, next);
+  const V64 low = hn::Min(carry, reversed);
+  carry = SortBitonic(hn::Max(carry, reversed));
+  return SortBitonic(low);
+}
+
+HWY_INLINE void StorePairs(V64 pairs, uint32_t* indices, uintptr_t values_offset, size_t count) {
+  const hn::Rebind<uint32_t, D64> d32;
+  const auto index = hn::TruncateTo(d32, hn::ShiftRight<32>(pairs));
+  const auto value = hn::TruncateTo(d32, pairs);
+  auto* values = reinterpret_cast<uint32_t*>(reinterpret_cast<uintptr_t>(indices) + values_offset);
+  if (HWY_LIKELY(count == 8)) {
+    hn::StoreU(index, d32, indices);
+    hn::StoreU(value, d32, values);
+  } else {
+    const auto first = hn::FirstN(d32, count);
+    hn::BlendedStore(index, first, d32, indices);
+    hn::BlendedStore(value, first, d32, values);
+  }
+}
+
+HWY_INLINE void VectorStep(VectorChain& c, uintptr_t values_offset) {
+  const D64 d;
+  const bool take_a = *c.a < *c.b;
+  const V64 next = hn::LoadU(d, take_a ? c.a : c.b);
+  c.a += take_a ? 8 : 0;
+  c.b += take_a ? 0 : 8;
+  const size_t count = HWY_MIN(c.left, size_t{8});
+  StorePairs(MergeStep(c.carry, next), c.out, values_offset, count);
+  c.out += count;
+  c.left -= count;
+}
+
+template <size_t kParts>
+void MergeVectorParts(const MergePart* parts, uint32_t* out_indices, uint32_t* out_values) {
+  const D64 d;
+  const uintptr_t values_offset = reinterpret_cast<uintptr_t>(out_values) - reinterpret_cast<uintptr_t>(out_indices);
+  VectorChain chains[kParts];
+  size_t rounds = ~size_t{0};
+  for (size_t c = 0; c < kParts; ++c) {
+    // The first eight of the merge are among the first eight of each side.
+    VectorChain& chain = chains[c];
+    chain.carry = hn::LoadU(d, parts[c].a);
+    chain.a = parts[c].a + 8;
+    chain.b = parts[c].b + 8;
+    chain.out = out_indices + parts[c].out;
+    chain.left = parts[c].size;
+    const size_t count = HWY_MIN(chain.left, size_t{8});
+    StorePairs(MergeStep(chain.carry, hn::LoadU(d, parts[c].b)), chain.out, values_offset, count);
+    chain.out += count;
+    chain.left -= count;
+    rounds = HWY_MIN(rounds, chain.left / 8);
+  }
+  for (size_t s = 0; s < rounds; ++s) {
+    for (size_t c = 0; c < kParts; ++c) VectorStep(chains[c], values_offset);
+  }
+  for (size_t c = 0; c < kParts; ++c) {
+    while (chains[c].left > 0) VectorStep(chains[c], values_offset);
+  }
+}
+#endif  // HWY_TARGET <= HWY_AVX3
+
+void MergePairsImpl(const uint64_t* HWY_RESTRICT a, size_t na, const uint64_t* HWY_RESTRICT b, size_t nb,
+                    uint32_t* HWY_RESTRICT out_indices, uint32_t* HWY_RESTRICT out_values) {
+  const size_t m = na + nb;
+  auto cut = [&](MergePart* parts, size_t count) {
+    for (size_t c = 0; c < count; ++c) {
+      const size_t start = m * c / count;
+      const size_t split = CoRank(a, na, b, nb, start);
+      parts[c] = {a + split, b + (start - split), start, m * (c + 1) / count - start};
+    }
+  };
+#if HWY_TARGET <= HWY_AVX3
+  if (m >= 64) {
+    constexpr size_t kVectorParts = 3;
+    MergePart parts[kVectorParts];
+    cut(parts, kVectorParts);
+    MergeVectorParts<kVectorParts>(parts, out_indices, out_values);
+    return;
+  }
+#endif
+  constexpr size_t kScalarParts = 3;
+  MergePart parts[kScalarParts];
+  cut(parts, kScalarParts);
+  MergeScalarParts<kScalarParts>(parts, out_indices, out_values);
+}
+
 }  // namespace sparsgd::collectives::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -199,6 +385,12 @@ namespace sparsgd::collectives {
 HWY_EXPORT(FindSharedImpl);
 HWY_EXPORT(CompactSelectedImpl);
 HWY_EXPORT(IndicesWithKeyImpl);
+HWY_EXPORT(MergePairsImpl);
+
+void merge_pairs(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb,
+                 std::uint32_t* out_indices, float* out_values) {
+  HWY_DYNAMIC_DISPATCH(MergePairsImpl)(a, na, b, nb, out_indices, reinterpret_cast<std::uint32_t*>(out_values));
+}
 
 std::size_t find_shared_indices(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b,
                                 std::uint32_t* a_pos, std::uint32_t* b_pos) {

@@ -31,6 +31,15 @@ struct SelectionKeys {
 std::size_t compact_selected(SelectionKeys keys, const std::uint32_t* idx, const float* val, std::uint32_t threshold,
                              std::uint32_t tie_cutoff, std::uint64_t* out_pairs, std::uint32_t* out_pos);
 
+// Pairs past the end of each input that merge_pairs may read; they must exceed every valid pair.
+inline constexpr std::size_t kMergePadding = 24;
+
+// Merges the ascending arrays of pairs (index << 32 | the value's bits) a[0..na) and b[0..nb), no
+// pair in both, into out_indices / out_values[0..na + nb). Each array must be followed by
+// kMergePadding pairs above every valid one (all ones will do).
+void merge_pairs(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb,
+                 std::uint32_t* out_indices, float* out_values);
+
 // Writes idx[i] for every i whose key equals `key`, in order, and returns how many. `out` needs
 // keys.count + kCompactPadding slots.
 std::size_t indices_with_key(SelectionKeys keys, const float* val, const std::uint32_t* idx, std::uint32_t key,

@@ -21,73 +21,9 @@ std::uint32_t selection_key(float value) { return select::magnitude_key(value) +
 constexpr std::uint64_t kSentinelPair = std::numeric_limits<std::uint64_t>::max();
 
 void resize_for_compaction(TopkMerger::Survivors& s, std::size_t n, bool positions) {
-  const std::size_t slots = n + kCompactPadding + 1;
+  const std::size_t slots = n + std::max(kCompactPadding, kMergePadding) + 1;
   if (s.pairs.size() < slots) s.pairs.resize(slots);
   if (positions && s.positions.size() < slots) s.positions.resize(slots);
-}
-
-// Position in `a` where the output's first `t` entries end, for a merge of the ascending arrays a
-// and b (no value in both): the smallest split with every a[< split] and b[< t - split] below the rest.
-std::size_t co_rank(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb, std::size_t t) {
-  std::size_t lo = t > nb ? t - nb : 0;
-  std::size_t hi = std::min(t, na);
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < b[t - mid - 1]) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
-// Merges two sides' survivor pairs (disjoint indices, each ascending and followed by the sentinel
-// pair) into out[0..m). Pairs order as their indices do (the index is the high word), so one 64-bit
-// compare decides. A branch-free merge is bound by the latency of its loop-carried chain (load,
-// compare, advance), so the output is cut in kChains parts by co-rank and as many independent
-// chains advance in one loop. At a part's end the next part's first entries act as sentinels: they
-// exceed everything left in it. Each chain is three pointers and the values are written at a fixed
-// offset from the indices, so that everything stays in registers: a chain spilled to the stack runs
-// through a store and a reload per step, twice as slow (why the side each entry came from is not
-// recorded here; positions() works it out later).
-void merge_by_index(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb, std::size_t m,
-                    std::uint32_t* out_indices, float* out_values) {
-  constexpr std::size_t kChains = 3;
-  struct Chain {
-    const std::uint64_t* a;
-    const std::uint64_t* b;
-    std::uint32_t* out;  // where the next index goes
-  };
-  const std::uintptr_t values_offset =
-      reinterpret_cast<std::uintptr_t>(out_values) - reinterpret_cast<std::uintptr_t>(out_indices);
-  auto step = [values_offset](Chain& c) {
-    const std::uint64_t x = *c.a, y = *c.b;
-    const std::uint64_t take_a = x < y;
-    const std::uint64_t v = std::min(x, y);
-    *c.out = static_cast<std::uint32_t>(v >> 32);
-    *reinterpret_cast<std::uint32_t*>(reinterpret_cast<std::uintptr_t>(c.out) + values_offset) =
-        static_cast<std::uint32_t>(v);
-    c.a += take_a;
-    c.b += take_a ^ 1u;
-    ++c.out;
-  };
-  Chain chains[kChains];
-  std::uint32_t* ends[kChains];
-  for (std::size_t c = 0; c < kChains; ++c) {
-    const std::size_t start = m * c / kChains;
-    const std::size_t split = co_rank(a, na, b, nb, start);
-    chains[c] = {a + split, b + (start - split), out_indices + start};
-    ends[c] = out_indices + m * (c + 1) / kChains;
-  }
-  // The parts' lengths differ by at most one, the first being the shortest.
-  while (chains[0].out != ends[0]) {
-#pragma GCC unroll 4
-    for (std::size_t c = 0; c < kChains; ++c) step(chains[c]);
-  }
-  for (std::size_t c = 1; c < kChains; ++c) {
-    while (chains[c].out != ends[c]) step(chains[c]);
-  }
 }
 
 }  // namespace
@@ -190,11 +126,11 @@ std::size_t TopkMerger::merge(SparseView own, SparseView incoming, std::size_t k
   const std::size_t cb = compact_selected(incoming_keys, incoming.indices.data(), incoming_values, threshold, cutoff,
                                           b.pairs.data(), track_incoming ? b.positions.data() : nullptr);
   SPARSGD_ENFORCE_EQ(ca + cb, m, "gTop-k merge selected the wrong number of entries");
-  a.pairs[ca] = kSentinelPair;
-  b.pairs[cb] = kSentinelPair;
+  std::fill_n(a.pairs.begin() + static_cast<std::ptrdiff_t>(ca), kMergePadding, kSentinelPair);
+  std::fill_n(b.pairs.begin() + static_cast<std::ptrdiff_t>(cb), kMergePadding, kSentinelPair);
 
   const Destination out = allocate(m);
-  merge_by_index(a.pairs.data(), ca, b.pairs.data(), cb, m, out.indices, out.values);
+  merge_pairs(a.pairs.data(), ca, b.pairs.data(), cb, out.indices, out.values);
   last_out_indices_ = out.indices;
   last_own_ = na;
   last_own_survivors_ = ca;

@@ -58,8 +58,8 @@ class TopkMerger {
              WritableInputs writable = {});
 
   // One side's entries that make the cut, as pairs (index << 32 | value bits), and their positions
-  // in that side's input (where tracked). The pairs end with a sentinel above every valid pair, so
-  // that the merge by index needs no bounds checks.
+  // in that side's input (where tracked). The pairs are followed by kMergePadding sentinels above
+  // every valid pair, so that the merge by index needs no bounds checks.
   struct Survivors {
     std::vector<std::uint64_t> pairs;
     std::vector<std::uint32_t> positions;

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "collectives/merge_kernels.hpp"
+#include "hwy/targets.h"
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/random.hpp"
@@ -253,23 +255,85 @@ TEST(MergeIndexLimits, IndicesAtBothEndsOfTheRange) {
   }
 }
 
+// Runs `check` once for every SIMD target this machine can run that the library was compiled for
+// (runtime dispatch picks only the best one, so the others would go untested here).
+void for_each_target(const std::function<void()>& check) {
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    check();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+}
+
+TEST(MergePairs, MatchesStdMerge) {
+  // Sizes around the vector width and the vector path's minimum (64 outputs), and large; the two
+  // sides interleaved at random, in runs, or one wholly before the other; indices up to 2^32 - 2.
+  Rng rng(21);
+  const std::vector<std::pair<std::size_t, std::size_t>> sizes = {
+      {0, 0}, {1, 0}, {0, 1}, {1, 1}, {7, 9}, {8, 8}, {31, 32}, {32, 32}, {0, 64}, {64, 0}, {33, 31},
+      {40, 41}, {100, 3}, {3, 100}, {1000, 1000}, {12500, 12500}, {20000, 5000}};
+  for (const auto& [na, nb] : sizes) {
+    for (const int layout : {0, 1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(na) + " + " + std::to_string(nb) + ", layout " + std::to_string(layout));
+      const std::uint64_t offset = layout == 3 ? std::uint64_t{4'290'000'000} : 0;
+      const auto pool = ascending_indices(rng, na + nb, 4 * (na + nb) + 10, offset);
+      std::vector<std::uint64_t> a, b;
+      for (std::size_t i = 0; i < pool.size(); ++i) {
+        bool to_a = false;
+        switch (layout) {
+          case 0: case 3: to_a = rng.below(2) == 0; break;
+          case 1: to_a = (i / 13) % 2 == 0; break;  // runs of 13
+          default: to_a = i < na; break;            // all of a first
+        }
+        if ((to_a && a.size() < na) || b.size() == nb) {
+          a.push_back((std::uint64_t{pool[i]} << 32) | rng.below(std::uint64_t{1} << 32));
+        } else {
+          b.push_back((std::uint64_t{pool[i]} << 32) | rng.below(std::uint64_t{1} << 32));
+        }
+      }
+      std::vector<std::uint64_t> want(a.size() + b.size());
+      std::merge(a.begin(), a.end(), b.begin(), b.end(), want.begin());
+      const std::size_t ca = a.size(), cb = b.size();
+      a.resize(ca + kMergePadding, ~std::uint64_t{0});
+      b.resize(cb + kMergePadding, ~std::uint64_t{0});
+      for_each_target([&] {
+        // Exactly as long as the result, so that a write past it shows (under the sanitizers).
+        std::vector<std::uint32_t> indices(want.size());
+        std::vector<float> values(want.size());
+        merge_pairs(a.data(), ca, b.data(), cb, indices.data(), values.data());
+        for (std::size_t u = 0; u < want.size(); ++u) {
+          std::uint32_t bits;
+          std::memcpy(&bits, &values[u], 4);
+          ASSERT_EQ(indices[u], static_cast<std::uint32_t>(want[u] >> 32)) << "output " << u;
+          ASSERT_EQ(bits, static_cast<std::uint32_t>(want[u])) << "output " << u;
+        }
+      });
+    }
+  }
+}
+
 TEST(SharedIndices, MatchSetIntersection) {
   Rng rng(5);
-  for (const std::size_t na : {0u, 1u, 3u, 15u, 16u, 17u, 100u, 4099u}) {
-    for (const std::size_t nb : {0u, 1u, 8u, 31u, 100u, 5000u}) {
-      for (const double shared : {0.0, 0.3, 1.0}) {
+  for (const std::size_t na : {0u, 1u, 3u, 15u, 16u, 17u, 100u, 4099u, 25000u}) {
+    for (const std::size_t nb : {0u, 1u, 8u, 31u, 100u, 5000u, 25000u}) {
+      for (const double shared : {0.0, 0.05, 0.3, 1.0}) {
         for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{3'000'000'000}}) {
           auto [a, b] = make_sides(rng, na, nb, shared, 3 * (na + nb) + 10, offset, Values::continuous);
-          std::vector<std::uint32_t> a_pos(std::min(na, nb) + 1), b_pos(std::min(na, nb) + 1);
-          const std::size_t count = find_shared_indices(a.indices, b.indices, a_pos.data(), b_pos.data());
           std::vector<std::uint32_t> want;
           std::set_intersection(a.indices.begin(), a.indices.end(), b.indices.begin(), b.indices.end(),
                                 std::back_inserter(want));
-          ASSERT_EQ(count, want.size()) << na << " x " << nb << " shared " << shared;
-          for (std::size_t s = 0; s < count; ++s) {
-            ASSERT_EQ(a.indices[a_pos[s]], want[s]);
-            ASSERT_EQ(b.indices[b_pos[s]], want[s]);
-          }
+          for_each_target([&] {
+            std::vector<std::uint32_t> a_pos(std::min(na, nb) + 1), b_pos(std::min(na, nb) + 1);
+            const std::size_t count = find_shared_indices(a.indices, b.indices, a_pos.data(), b_pos.data());
+            ASSERT_EQ(count, want.size()) << na << " x " << nb << " shared " << shared;
+            for (std::size_t s = 0; s < count; ++s) {
+              ASSERT_EQ(a.indices[a_pos[s]], want[s]);
+              ASSERT_EQ(b.indices[b_pos[s]], want[s]);
+            }
+          });
         }
       }
     }
@@ -279,12 +343,14 @@ TEST(SharedIndices, MatchSetIntersection) {
 TEST(SharedIndices, EveryIndexShared) {
   std::vector<std::uint32_t> a(1000);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<std::uint32_t>(3 * i + 1);
-  std::vector<std::uint32_t> a_pos(a.size() + 1), b_pos(a.size() + 1);
-  ASSERT_EQ(find_shared_indices(a, a, a_pos.data(), b_pos.data()), a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(a_pos[i], i);
-    ASSERT_EQ(b_pos[i], i);
-  }
+  for_each_target([&] {
+    std::vector<std::uint32_t> a_pos(a.size() + 1), b_pos(a.size() + 1);
+    ASSERT_EQ(find_shared_indices(a, a, a_pos.data(), b_pos.data()), a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a_pos[i], i);
+      ASSERT_EQ(b_pos[i], i);
+    }
+  });
 }
 
 // Keys drawn in several shapes, including some built to mislead a strided sample.
