@@ -321,7 +321,10 @@ TEST(SharedIndices, MatchSetIntersection) {
     for (const std::size_t nb : {0u, 1u, 8u, 31u, 100u, 5000u, 25000u}) {
       for (const double shared : {0.0, 0.05, 0.3, 1.0}) {
         for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{3'000'000'000}}) {
-          auto [a, b] = make_sides(rng, na, nb, shared, 3 * (na + nb) + 10, offset, Values::continuous);
+          // Named, not a structured binding: clang (the sanitizer build) cannot capture one in a lambda.
+          const auto sides = make_sides(rng, na, nb, shared, 3 * (na + nb) + 10, offset, Values::continuous);
+          const SparseVector& a = sides.first;
+          const SparseVector& b = sides.second;
           std::vector<std::uint32_t> want;
           std::set_intersection(a.indices.begin(), a.indices.end(), b.indices.begin(), b.indices.end(),
                                 std::back_inserter(want));
