@@ -130,7 +130,12 @@ size_t CompactLoop(KeySource<kFromValues> keys, size_t n, const uint32_t* HWY_RE
     const auto keep = hn::Or(hn::Gt(key, vthreshold), hn::AndNot(beyond_cutoff, hn::Eq(key, vthreshold)));
     const auto pair = hn::Or(hn::ShiftLeft<32>(hn::PromoteTo(d64, index)),
                              hn::PromoteTo(d64, hn::BitCast(du, hn::LoadU(df, val + i))));
+#if HWY_TARGET <= HWY_AVX3
+    // Masks are bits here, one per lane whatever its width: the same eight bits serve the pairs.
+    const hn::Mask512<uint64_t> keep64{keep.raw};
+#else
     const auto keep64 = hn::MaskFromVec(hn::BitCast(d64, hn::PromoteTo(d64i, hn::VecFromMask(di, keep))));
+#endif
     hn::CompressStore(pair, keep64, d64, out_pairs + written);
     if constexpr (kPositions) {
       hn::CompressStore(position, hn::RebindMask(du, keep), du, out_pos + written);
