@@ -315,16 +315,21 @@ HWY_INLINE void StorePairs(V64 pairs, uint32_t* indices, uintptr_t values_offset
   }
 }
 
+// Merges `next` into the chain's carry and writes out the eight smallest (fewer at its end).
+HWY_INLINE void EmitMerged(VectorChain& c, V64 next, uintptr_t values_offset) {
+  const size_t count = HWY_MIN(c.left, size_t{8});
+  StorePairs(MergeStep(c.carry, next), c.out, values_offset, count);
+  c.out += count;
+  c.left -= count;
+}
+
 HWY_INLINE void VectorStep(VectorChain& c, uintptr_t values_offset) {
   const D64 d;
   const bool take_a = *c.a < *c.b;
   const V64 next = hn::LoadU(d, take_a ? c.a : c.b);
   c.a += take_a ? 8 : 0;
   c.b += take_a ? 0 : 8;
-  const size_t count = HWY_MIN(c.left, size_t{8});
-  StorePairs(MergeStep(c.carry, next), c.out, values_offset, count);
-  c.out += count;
-  c.left -= count;
+  EmitMerged(c, next, values_offset);
 }
 
 template <size_t kParts>
@@ -341,10 +346,7 @@ void MergeVectorParts(const MergePart* parts, uint32_t* out_indices, uint32_t* o
     chain.b = parts[c].b + 8;
     chain.out = out_indices + parts[c].out;
     chain.left = parts[c].size;
-    const size_t count = HWY_MIN(chain.left, size_t{8});
-    StorePairs(MergeStep(chain.carry, hn::LoadU(d, parts[c].b)), chain.out, values_offset, count);
-    chain.out += count;
-    chain.left -= count;
+    EmitMerged(chain, hn::LoadU(d, parts[c].b), values_offset);
     rounds = HWY_MIN(rounds, chain.left / 8);
   }
   for (size_t s = 0; s < rounds; ++s) {
@@ -359,26 +361,20 @@ void MergeVectorParts(const MergePart* parts, uint32_t* out_indices, uint32_t* o
 void MergePairsImpl(const uint64_t* HWY_RESTRICT a, size_t na, const uint64_t* HWY_RESTRICT b, size_t nb,
                     uint32_t* HWY_RESTRICT out_indices, uint32_t* HWY_RESTRICT out_values) {
   const size_t m = na + nb;
-  auto cut = [&](MergePart* parts, size_t count) {
-    for (size_t c = 0; c < count; ++c) {
-      const size_t start = m * c / count;
-      const size_t split = CoRank(a, na, b, nb, start);
-      parts[c] = {a + split, b + (start - split), start, m * (c + 1) / count - start};
-    }
-  };
+  constexpr size_t kParts = 3;
+  MergePart parts[kParts];
+  for (size_t c = 0; c < kParts; ++c) {
+    const size_t start = m * c / kParts;
+    const size_t split = CoRank(a, na, b, nb, start);
+    parts[c] = {a + split, b + (start - split), start, m * (c + 1) / kParts - start};
+  }
 #if HWY_TARGET <= HWY_AVX3
-  if (m >= 64) {
-    constexpr size_t kVectorParts = 3;
-    MergePart parts[kVectorParts];
-    cut(parts, kVectorParts);
-    MergeVectorParts<kVectorParts>(parts, out_indices, out_values);
+  if (m >= 64) {  // every part holds at least one whole vector
+    MergeVectorParts<kParts>(parts, out_indices, out_values);
     return;
   }
 #endif
-  constexpr size_t kScalarParts = 3;
-  MergePart parts[kScalarParts];
-  cut(parts, kScalarParts);
-  MergeScalarParts<kScalarParts>(parts, out_indices, out_values);
+  MergeScalarParts<kParts>(parts, out_indices, out_values);
 }
 
 }  // namespace sparsgd::collectives::HWY_NAMESPACE
