@@ -2,8 +2,9 @@
 
 #include "cli/plots.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/gnuplot.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::cli {
@@ -18,6 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The run's label from its summary.json (method, workers, density), or the directory's name. Only
+// text: it reaches gnuplot through gnuplot_text_literal.
 std::string label_of(const fs::path& dir) {
   std::ifstream in(dir / "summary.json");
   if (in) {
@@ -29,13 +33,43 @@ std::string label_of(const fs::path& dir) {
       // Fall through to the directory name.
     }
   }
-  return dir.filename().string();
+  const auto name = fs::absolute(dir).lexically_normal().filename().string();
+  return name.empty() ? fs::absolute(dir).lexically_normal().parent_path().filename().string() : name;
 }
 
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (const char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
+// Columns `x` and `y` (1-based) of a CSV file with a header line, as numbers. A field that is not
+// a number is an error naming the file and line, except in a last line cut short (no newline: a
+// run killed while writing it), which is skipped.
+std::vector<std::vector<double>> read_columns(const fs::path& file, int x, int y) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InvalidArgument("cannot read " + file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  std::vector<std::vector<double>> rows;
+  std::size_t begin = all.find('\n');
+  for (std::size_t line = 2; begin != std::string::npos && begin + 1 < all.size(); ++line) {
+    const std::size_t end = all.find('\n', begin + 1);
+    const std::string_view row(all.data() + begin + 1, (end == std::string::npos ? all.size() : end) - begin - 1);
+    begin = end;
+    std::vector<double> fields;
+    bool ok = true;
+    for (std::size_t at = 0; at <= row.size();) {
+      const std::size_t comma = std::min(row.find(',', at), row.size());
+      double value = 0.0;
+      const auto [ptr, ec] = std::from_chars(row.data() + at, row.data() + comma, value);
+      ok = ok && ec == std::errc() && ptr == row.data() + comma;
+      fields.push_back(value);
+      at = comma + 1;
+    }
+    const auto needed = static_cast<std::size_t>(std::max(x, y));
+    if (!ok || fields.size() < needed) {
+      if (end == std::string::npos) break;  // torn last line
+      throw InvalidData(fmt::format("{}:{}: expected at least {} numeric fields", file.string(), line, needed));
+    }
+    rows.push_back({fields[static_cast<std::size_t>(x - 1)], fields[static_cast<std::size_t>(y - 1)]});
+  }
+  return rows;
 }
 
 }  // namespace
@@ -47,9 +81,7 @@ std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, c
       throw InvalidArgument("'" + dir + "' is not a training run directory (no epochs.csv)");
     }
   }
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    throw Error("gnuplot is not installed (install it with: apt-get install gnuplot-nox)");
-  }
+  if (!gnuplot_available()) throw Error("gnuplot is not installed (install it with: apt-get install gnuplot-nox)");
   fs::create_directories(out_dir);
   struct Plot {
     std::string file, title, xlabel, ylabel, csv;
@@ -63,35 +95,42 @@ std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, c
       {"loss_vs_simulated_time.png", "Training loss (rank 0 batches) against simulated time", "simulated time (s)",
        "batch loss", "metrics.csv", 10, 3},
   };
-  std::ostringstream script;
-  script << "set terminal pngcairo size 900,600 noenhanced\nset datafile separator ','\n"
-            "set grid\n";
-  std::vector<std::string> written;
-  for (const Plot& plot : plots) {
-    const std::string file = (fs::path(out_dir) / plot.file).string();
-    // Accuracy rises and loss falls: keep the key out of the curves' way.
-    script << (plot.ylabel.find("accuracy") != std::string::npos ? "set key bottom right\n" : "set key top right\n");
-    script << "set output " << quoted(file) << "\nset title " << quoted(plot.title) << "\nset xlabel "
-           << quoted(plot.xlabel) << "\nset ylabel " << quoted(plot.ylabel) << "\n";
-    script << (plot.csv == "epochs.csv" ? "set xtics\n" : "");
-    // Epoch indices are 0-based in the CSV; plot the end of epoch e at e + 1.
-    const std::string x = plot.x == 1 ? "($1+1)" : "" + std::to_string(plot.x);
-    script << "plot ";
-    for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-      const fs::path dir(run_dirs[i]);
-      if (i > 0) script << ", ";
-      script << quoted((dir / plot.csv).string()) << " every ::1 using " << x << ":" << plot.y << " with "
-             << (plot.csv == "metrics.csv" ? "lines lw 1" : "linespoints lw 2") << " title " << quoted(label_of(dir));
+  // The data goes inline, so the script is self-contained: `gnuplot plots.gnuplot` in out_dir redraws.
+  std::string script = "set terminal pngcairo size 900,600 noenhanced\nset grid\n";
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < run_dirs.size(); ++i) {
+    const fs::path dir(run_dirs[i]);
+    labels.push_back(gnuplot_text_literal(label_of(dir)));
+    for (std::size_t p = 0; p < plots.size(); ++p) {
+      auto rows = read_columns(dir / plots[p].csv, plots[p].x, plots[p].y);
+      // Epoch indices are 0-based in the CSV; plot the end of epoch e at e + 1.
+      if (plots[p].x == 1) {
+        for (auto& row : rows) row[0] += 1;
+      }
+      script += gnuplot_datablock(fmt::format("run{}_plot{}", i, p), rows);
     }
-    script << "\n";
-    written.push_back(file);
   }
-  const std::string script_file = (fs::path(out_dir) / "plots.gnuplot").string();
-  std::ofstream(script_file) << script.str();
+  std::vector<std::string> names;
+  for (std::size_t p = 0; p < plots.size(); ++p) {
+    const Plot& plot = plots[p];
+    // Accuracy rises and loss falls: keep the key out of the curves' way.
+    script += plot.ylabel.find("accuracy") != std::string::npos ? "set key bottom right\n" : "set key top right\n";
+    script += fmt::format("set output {}\nset title {}\nset xlabel {}\nset ylabel {}\n", gnuplot_text_literal(plot.file),
+                          gnuplot_text_literal(plot.title), gnuplot_text_literal(plot.xlabel),
+                          gnuplot_text_literal(plot.ylabel));
+    script += plot.csv == "epochs.csv" ? "set xtics\n" : "";
+    script += "plot ";
+    for (std::size_t i = 0; i < run_dirs.size(); ++i) {
+      script += fmt::format("{}$run{}_plot{} using 1:2 with {} title {}", i > 0 ? ", " : "", i, p,
+                            plot.csv == "metrics.csv" ? "lines lw 1" : "linespoints lw 2", labels[i]);
+    }
+    script += "\nunset output\n";
+    names.push_back(plot.file);
+  }
   // gnuplot's chatter (a one-point series warns of an empty range) goes to a log beside the plots.
-  const std::string log_file = (fs::path(out_dir) / "plots.log").string();
-  const std::string command = "gnuplot " + quoted(script_file) + " >" + quoted(log_file) + " 2>&1";
-  if (std::system(command.c_str()) != 0) throw Error("gnuplot failed on " + script_file + " (see " + log_file + ")");
+  run_gnuplot(out_dir, "plots.gnuplot", script, "plots.log", names);
+  std::vector<std::string> written;
+  for (const auto& name : names) written.push_back((fs::path(out_dir) / name).string());
   return written;
 }
 

@@ -13,11 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/gnuplot.hpp"
 #include "cli/statistics.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/compress/error_feedback.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/sim/scaling.hpp"
 
@@ -138,27 +140,35 @@ void run_simulate(const SimulateOptions& o) {
     }
   }
   if (!o.out_dir.empty()) {
-    std::filesystem::create_directories(o.out_dir);
-    const auto csv = std::filesystem::path(o.out_dir) / "scaling.csv";
-    std::ofstream(csv) << [&] {
-      std::string text = "method,workers,comm_ms,compress_ms,iteration_ms,efficiency\n";
+    const std::filesystem::path dir(o.out_dir);
+    std::filesystem::create_directories(dir);
+    std::string csv = "method,workers,comm_ms,compress_ms,iteration_ms,efficiency\n";
+    for (const auto& r : rows) {
+      csv += fmt::format("{},{},{},{},{},{}\n", r.method, r.workers, r.comm_ms, r.compress_ms, r.iteration_ms,
+                         r.efficiency);
+    }
+    write_file_atomically(dir / "scaling.csv", csv);
+    // One data block per method, so the methods' names come from the program, not from the CSV.
+    const std::vector<std::string> methods = {"dense", "topk", "gtopk", "gtopk-rd"};
+    std::string script = "set terminal pngcairo size 900,600 noenhanced\nset output 'efficiency.png'\n";
+    script += fmt::format("set title {}\n", gnuplot_text_literal("Scaling efficiency: " + o.model + " on " + network.name));
+    script += "set xlabel 'workers'\nset ylabel 'efficiency'\nset logscale x 2\nset yrange [0:1.05]\nset grid\n"
+              "set key bottom left\n";
+    std::string plot = "plot ";
+    for (std::size_t m = 0; m < methods.size(); ++m) {
+      std::vector<std::vector<double>> points;
       for (const auto& r : rows) {
-        text += fmt::format("{},{},{},{},{},{}\n", r.method, r.workers, r.comm_ms, r.compress_ms, r.iteration_ms,
-                            r.efficiency);
+        if (r.method == methods[m]) points.push_back({static_cast<double>(r.workers), r.efficiency});
       }
-      return text;
-    }();
-    const auto png = std::filesystem::path(o.out_dir) / "efficiency.png";
-    const auto script = std::filesystem::path(o.out_dir) / "efficiency.gnuplot";
-    std::ofstream(script) << fmt::format(
-        "set terminal pngcairo size 900,600 noenhanced\nset output '{}'\nset datafile separator ','\n"
-        "set title 'Scaling efficiency: {} on {}'\nset xlabel 'workers'\nset ylabel 'efficiency'\nset logscale x 2\n"
-        "set yrange [0:1.05]\nset grid\nset key bottom left\n"
-        "plot for [m in 'dense topk gtopk gtopk-rd'] '{}' using 2:(strcol(1) eq m ? $6 : 1/0) every ::1 "
-        "with linespoints lw 2 title m\n",
-        png.string(), o.model, network.name, csv.string());
-    if (std::system(("gnuplot '" + script.string() + "' >/dev/null 2>&1").c_str()) != 0) {
-      std::fprintf(stderr, "sparsgd: warning: gnuplot failed or is missing; wrote %s only\n", csv.c_str());
+      script += gnuplot_datablock(fmt::format("method{}", m), points);
+      plot += fmt::format("{}$method{} using 1:2 with linespoints lw 2 title {}", m > 0 ? ", " : "", m,
+                          gnuplot_text_literal(methods[m]));
+    }
+    script += plot + "\nunset output\n";
+    try {
+      run_gnuplot(dir, "efficiency.gnuplot", script, "efficiency.log", {"efficiency.png"});
+    } catch (const Error& e) {
+      std::fprintf(stderr, "sparsgd: warning: no plot (%s); wrote %s only\n", e.what(), (dir / "scaling.csv").c_str());
     }
   }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reliability suite: bad input to every command, faults injected into running jobs (in-process
 # and under mpirun), damaged checkpoints, and the library's own fault tests. Ends with one line:
-#   reliability: F faults injected, B bad inputs tried, X failures
+#   reliability: F faults injected, B bad inputs tried, H hostile inputs tried, X failures
 # and exits non-zero if X > 0.
 #
 # Usage: run.sh --cli PATH [--tests DIR] [--mpirun PATH] [--torch]
@@ -22,7 +22,7 @@ while (($#)); do
 done
 [ -x "$cli" ] || { echo "run.sh: --cli must name the sparsgd executable" >&2; exit 2; }
 
-faults=0 bad_inputs=0 failures=0
+faults=0 bad_inputs=0 hostile=0 failures=0
 work=$(mktemp -d /tmp/sparsgd-reliability.XXXXXX)
 cleanup() {
   # A failed scenario must not leave ranks behind.
@@ -94,6 +94,7 @@ json_field() { grep -o "\"$2\":[^,}]*" "$1" | head -1 | cut -d: -f2; }
 
 echo "== bad input"
 source "$here/bad_inputs.sh"
+source "$here/hostile_names.sh"
 
 if with_torch; then
   echo "== faults in in-process training"
@@ -216,5 +217,5 @@ if [ -n "$tests_dir" ]; then
   with_torch && run_gtests fault torch_tests 'DistributedOptimizer.NonFinite*:DistributedOptimizer.SkipNonFinite*'
 fi
 
-echo "reliability: $faults faults injected, $bad_inputs bad inputs tried, $failures failures"
+echo "reliability: $faults faults injected, $bad_inputs bad inputs tried, $hostile hostile inputs tried, $failures failures"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,58 @@
+#include "sparsgd/core/file_io.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int error) {
+  throw Error("cannot " + what + " " + path.string() + ": " + std::strerror(error));
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  std::filesystem::path temporary = path;
+  temporary += ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create", temporary, errno);
+  std::size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      ::unlink(temporary.c_str());
+      fail("write", path, error);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // Some file systems report a full disk only at fsync or close.
+  if (::fsync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    fail("write", path, error);
+  }
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(temporary.c_str());
+    fail("write", path, error);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temporary.c_str());
+    fail("rename a file into", path, error);
+  }
+}
+
+}  // namespace sparsgd
