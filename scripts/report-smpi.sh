@@ -49,7 +49,7 @@ run_point() {  # run_point OUT_JSON P N AGGREGATOR [extra smpirun options...]
   # every round: O(k P^2) time and memory per iteration, about 13 GB at P = 256. Not checked there.
   [ "$agg" = gtopk-rd ] && ((p >= 256)) && verify=(--no-verify)
   local density
-  density=$(python3 -c "print(repr(25000 / $n))")
+  density=$(python3 -c 'import sys; print(repr(25000 / int(sys.argv[1])))' "$n")
   echo "SMPI P=$p $agg n=$n $*" >&2
   local status=0
   SMPI_EXTRA_OPTIONS="$*" scripts/smpi-run.sh "$p" paper-1gbe ./build-smpi/sparsgd bench comm --transport mpi \

@@ -360,8 +360,9 @@ if [ ! -s "$runs/alpha.json" ] && [ "$max_p" -ge 2 ]; then
   echo "shaped-network: measuring alpha" >&2
   run_bench 2 "$runs/alpha.json" --n 1000 --density 0.001 --compressor topk --aggregator gtopk-rd --iters 200
 fi
-alpha_ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agg_median_ms"])' "$runs/alpha.json" 2>/dev/null || echo 0.05)
-alpha_s=$(python3 -c "print($alpha_ms / 1e3)")
+# Values from files reach Python as arguments, never as code.
+alpha_ms=$(python3 -c 'import json,sys; print(float(json.load(open(sys.argv[1]))["agg_median_ms"]))' "$runs/alpha.json" 2>/dev/null || echo 0.05)
+alpha_s=$(python3 -c 'import sys; print(float(sys.argv[1]) / 1e3)' "$alpha_ms")
 bw_bits=$(python3 -c '
 import re, sys
 m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", sys.argv[1].lower())
