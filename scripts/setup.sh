@@ -9,6 +9,8 @@ packages=(
   libhwy-dev            # SIMD kernels with runtime dispatch
   libopenmpi-dev openmpi-bin   # the MPI transport
   libtorch-dev          # LibTorch 1.13: the torch layer and the torch-topk baseline
+  libgloo-dev           # the headers of torch's gloo process groups (the c10d transport's tests)
+  python3-torch python3-dev pybind11-dev python3-pytest  # the Python package and its tests
   libopenblas0-pthread  # an optimized BLAS for LibTorch (the reference BLAS is ten times slower); the
                         # trainer sets it to one thread per worker. Not the serial build: it is not
                         # safe to call from several worker threads at once (training diverges).

@@ -1,198 +1,26 @@
-// Every aggregator against the serial reference, for many worker counts, sizes, densities and
-// compressors: the sum, exactly which local entries were consumed, conservation of gradient mass
-// through error feedback, and the bytes each rank sends.
+// Every aggregator against the serial reference over the in-process transport (the suite is in
+// conformance.hpp; the c10d transport's tests run it too).
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <mutex>
-#include <sstream>
-#include <string>
-#include <tuple>
-#include <vector>
-
-#include "collectives/closed_form_bytes.hpp"
-#include "sparsgd/collectives/aggregator.hpp"
-#include "sparsgd/collectives/gradient_exchange.hpp"
-#include "sparsgd/collectives/reference.hpp"
-#include "sparsgd/compress/compressor.hpp"
-#include "sparsgd/compress/error_feedback.hpp"
-#include "sparsgd/core/density.hpp"
-#include "sparsgd/core/synthetic.hpp"
+#include "collectives/conformance.hpp"
 #include "sparsgd/transport/local.hpp"
 
 namespace sparsgd {
 namespace {
 
-using collectives::Aggregation;
-using collectives::ReferenceAggregation;
-
-struct Case {
-  int workers;
-  std::size_t n;
-  double density;
-  std::string compressor;
-  std::string aggregator;
-};
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  const Case& c = info.param;
-  std::string agg = c.aggregator;
-  for (char& ch : agg) {
-    if (ch == '-') ch = '_';
-  }
-  // A stream rather than string concatenation: GCC 12 warns falsely (-Wrestrict) on the latter.
-  std::ostringstream name;
-  name << 'P' << c.workers << "_n" << c.n << "_d" << std::lround(c.density * 10000) << '_' << c.compressor << '_' << agg;
-  return name.str();
-}
-
-bool exact_order(const std::string& aggregator) { return aggregator != "dense" && aggregator != "randk-shared"; }
-
-void expect_sum_equal(const Aggregation& got, const ReferenceAggregation& want, bool exact, int workers,
-                      const std::string& where) {
-  ASSERT_EQ(got.dense, want.dense) << where;
-  auto check = [&](float a, float b, std::size_t i) {
-    if (exact) {
-      ASSERT_EQ(a, b) << where << " entry " << i;
-    } else {
-      ASSERT_TRUE(collectives::sums_agree(a, b, want.magnitude[i], workers))
-          << where << " entry " << i << ": " << a << " vs " << b << " (magnitude " << want.magnitude[i] << ")";
-    }
-  };
-  if (got.dense) {
-    ASSERT_EQ(got.dense_sum.size(), want.dense_sum.size()) << where;
-    for (std::size_t i = 0; i < got.dense_sum.size(); ++i) check(got.dense_sum[i], want.dense_sum[i], i);
-  } else {
-    ASSERT_EQ(got.sum.indices, want.sum.indices) << where;
-    for (std::size_t i = 0; i < got.sum.size(); ++i) check(got.sum.values[i], want.sum.values[i], i);
-  }
-}
+using testing::Case;
 
 class AggregatorConformance : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AggregatorConformance, MatchesReferenceConservesMassAndCountsBytes) {
-  const Case c = GetParam();
-  const std::size_t k = k_from_density(c.n, c.density);
-  const int iterations = 3;
-  collectives::ExchangeConfig config;
-  config.compressor.name = c.compressor;
-  config.compressor.seed = 7;
-  config.compressor.shared_seed = c.aggregator == "randk-shared";
-  config.aggregator = c.aggregator;
-  config.density = c.density;
-
-  // What each worker saw, per iteration.
-  struct Seen {
-    std::vector<SparseVector> selection;
-    std::vector<Aggregation> result;
-    std::vector<std::vector<float>> acc;
-    std::vector<std::vector<float>> residual_after;
-    transport::TrafficCounters traffic_first;
-  };
-  std::vector<Seen> seen(static_cast<std::size_t>(c.workers));
-  transport::run_local_workers(c.workers, [&](transport::Transport& t) {
-    Seen& mine = seen[static_cast<std::size_t>(t.rank())];
-    collectives::GradientExchange exchange(t, c.n, config);
-    std::vector<float> gradient(c.n);
-    for (int it = 0; it < iterations; ++it) {
-      fill_gradient(gradient, 11, t.rank(), static_cast<std::uint64_t>(it));
-      std::vector<float> acc(exchange.feedback().residual().begin(), exchange.feedback().residual().end());
-      for (std::size_t i = 0; i < c.n; ++i) acc[i] += gradient[i];
-      const auto before = t.counters();
-      const Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
-      if (it == 0) {
-        mine.traffic_first.bytes_sent = t.counters().bytes_sent - before.bytes_sent;
-        mine.traffic_first.messages_sent = t.counters().messages_sent - before.messages_sent;
-      }
-      mine.acc.push_back(acc);
-      mine.selection.push_back(exchange.last_selection());
-      mine.result.push_back(result);
-      const auto residual = exchange.feedback().residual();
-      mine.residual_after.emplace_back(residual.begin(), residual.end());
-    }
+  testing::check_aggregator_conformance(GetParam(), [](int workers, const auto& worker) {
+    transport::run_local_workers(workers, worker);
   });
-
-  for (int it = 0; it < iterations; ++it) {
-    std::vector<SparseVector> selections;
-    for (const Seen& s : seen) selections.push_back(s.selection[static_cast<std::size_t>(it)]);
-    const ReferenceAggregation want = collectives::reference_aggregate(c.aggregator, selections, k);
-    for (int w = 0; w < c.workers; ++w) {
-      const Seen& s = seen[static_cast<std::size_t>(w)];
-      const std::string where = "iteration " + std::to_string(it) + " worker " + std::to_string(w);
-      expect_sum_equal(s.result[static_cast<std::size_t>(it)], want, exact_order(c.aggregator), c.workers, where);
-      ASSERT_EQ(s.result[static_cast<std::size_t>(it)].consumed, want.consumed[static_cast<std::size_t>(w)]) << where;
-      // Error feedback keeps exactly the unconsumed part: residual = acc with consumed entries zeroed.
-      std::vector<float> expected_residual = s.acc[static_cast<std::size_t>(it)];
-      const SparseVector& sel = s.selection[static_cast<std::size_t>(it)];
-      for (std::size_t e = 0; e < sel.size(); ++e) {
-        if (want.consumed[static_cast<std::size_t>(w)][e]) expected_residual[sel.indices[e]] = 0.0f;
-      }
-      ASSERT_EQ(s.residual_after[static_cast<std::size_t>(it)], expected_residual) << where;
-    }
-    // Conservation: sum_w acc_w == aggregated + sum_w residual_w, to rounding.
-    std::vector<double> lhs(c.n, 0.0), rhs(c.n, 0.0);
-    for (const Seen& s : seen) {
-      for (std::size_t i = 0; i < c.n; ++i) {
-        lhs[i] += s.acc[static_cast<std::size_t>(it)][i];
-        rhs[i] += s.residual_after[static_cast<std::size_t>(it)][i];
-      }
-    }
-    const Aggregation& agg = seen[0].result[static_cast<std::size_t>(it)];
-    if (agg.dense) {
-      for (std::size_t i = 0; i < c.n; ++i) rhs[i] += agg.dense_sum[i];
-    } else {
-      for (std::size_t e = 0; e < agg.sum.size(); ++e) rhs[agg.sum.indices[e]] += agg.sum.values[e];
-    }
-    double diff = 0.0, norm = 0.0;
-    for (std::size_t i = 0; i < c.n; ++i) {
-      diff += (lhs[i] - rhs[i]) * (lhs[i] - rhs[i]);
-      norm += lhs[i] * lhs[i];
-    }
-    EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-12) << "conservation at iteration " << it;
-  }
-
-  // Bytes and messages per rank against the closed form (exact-count compressors only).
-  if (c.compressor == "topk" || c.compressor == "randk") {
-    for (int w = 0; w < c.workers; ++w) {
-      const auto want = testing::expected_traffic(c.aggregator, c.workers, w, c.n, k);
-      EXPECT_EQ(seen[static_cast<std::size_t>(w)].traffic_first.bytes_sent, want.bytes) << "rank " << w;
-      EXPECT_EQ(seen[static_cast<std::size_t>(w)].traffic_first.messages_sent, want.messages) << "rank " << w;
-    }
-  }
 }
 
-std::vector<Case> all_cases() {
-  std::vector<Case> cases;
-  const int worker_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 32};
-  const char* sparse_aggregators[] = {"allgather", "gtopk", "gtopk-rd"};
-  for (const int p : worker_counts) {
-    for (const char* agg : sparse_aggregators) {
-      cases.push_back({p, 1000, 0.01, "topk", agg});
-      cases.push_back({p, 20011, 0.005, "topk", agg});
-    }
-    cases.push_back({p, 1000, 0.01, "topk", "dense"});
-    cases.push_back({p, 1013, 1.0, "none", "dense"});
-    cases.push_back({p, 5000, 0.01, "randk", "randk-shared"});
-  }
-  // Every compressor through the tree and recursive doubling at awkward worker counts, including
-  // the threshold compressors whose counts vary by worker, and tiny sizes.
-  for (const int p : {3, 6, 8}) {
-    for (const char* comp : {"randk", "rtopk", "gaussiank", "dgc", "none"}) {
-      for (const char* agg : {"allgather", "gtopk", "gtopk-rd", "dense"}) {
-        if (std::string(comp) == "none" && std::string(agg) != "dense") continue;
-        cases.push_back({p, 3001, 0.02, comp, agg});
-      }
-    }
-    cases.push_back({p, 1, 1.0, "topk", "gtopk"});
-    cases.push_back({p, 1, 1.0, "topk", "gtopk-rd"});
-    cases.push_back({p, 7, 0.5, "topk", "allgather"});
-    cases.push_back({p, 40, 1.0, "topk", "gtopk-rd"});
-  }
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(AllWorkerCounts, AggregatorConformance, ::testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(AllWorkerCounts, AggregatorConformance, ::testing::ValuesIn(testing::all_cases()),
+                         testing::case_name);
 
 }  // namespace
 }  // namespace sparsgd

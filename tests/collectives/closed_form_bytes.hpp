@@ -75,4 +75,13 @@ inline Traffic expected_traffic(const std::string& aggregator, int p, int r, std
   return t;
 }
 
+// The dense sum through a transport's own allreduce (MPI_Allreduce, a c10d group's allreduce): its
+// algorithm is not visible, so the transport counts what the ring would send without the ring's
+// message headers.
+inline Traffic native_allreduce_traffic(std::size_t n, int p) {
+  const auto workers = static_cast<std::uint64_t>(p);
+  if (workers < 2) return {};
+  return {2 * (workers - 1) * n * 4 / workers, 2 * (workers - 1)};
+}
+
 }  // namespace sparsgd::testing

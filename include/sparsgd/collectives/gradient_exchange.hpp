@@ -51,6 +51,7 @@ class GradientExchange {
   const SparseVector& last_selection() const { return selection_; }
   const ExchangeTimes& last_times() const { return times_; }
   compress::ErrorFeedback& feedback() { return feedback_; }
+  const compress::ErrorFeedback& feedback() const { return feedback_; }
   const compress::Compressor& compressor() const { return *compressor_; }
   const Aggregator& aggregator() const { return *aggregator_; }
 

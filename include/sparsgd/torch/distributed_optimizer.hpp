@@ -1,8 +1,9 @@
 #pragma once
-// A distributed optimizer for LibTorch modules in the spirit of Horovod's DistributedOptimizer:
-// after backward it flattens the gradients into one buffer, compresses them with error feedback,
-// aggregates them over the workers, divides by P, and steps SGD (momentum, Nesterov, weight
-// decay) on identical parameters everywhere.
+// The momentum SGD of `sparsgd train`, built on the GradientAverager: after backward it flattens
+// the gradients (or, with momentum correction, each worker's own velocity) into one buffer, has
+// them averaged over the workers with error feedback, and steps SGD (momentum, Nesterov, weight
+// decay) on identical parameters everywhere. Any other torch::optim optimizer steps on the
+// GradientSynchronizer instead (gradient_synchronizer.hpp).
 
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,7 @@
 
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/torch/flat_gradients.hpp"
+#include "sparsgd/torch/gradient_averager.hpp"
 #include "sparsgd/transport/transport.hpp"
 
 namespace sparsgd::torch_layer {
@@ -34,18 +36,6 @@ struct SgdConfig {
   bool skip_nonfinite = false;
 };
 
-struct StepStats {
-  double compress_cpu_seconds = 0.0;
-  double aggregate_wall_seconds = 0.0;
-  double aggregate_cpu_seconds = 0.0;
-  double feedback_cpu_seconds = 0.0;
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t messages_sent = 0;
-  std::size_t selected = 0;  // entries this worker selected
-  bool skipped = false;       // skip_nonfinite: some worker's gradient was not finite
-  std::string skip_reason;    // what this worker saw, or which rank flagged the step
-};
-
 class DistributedOptimizer {
  public:
   // `names` label the parameters in error messages (same order as `parameters`).
@@ -60,8 +50,8 @@ class DistributedOptimizer {
   // parameter, element, iteration and rank, or with skip_nonfinite skips the step on every worker.
   StepStats step(std::uint64_t iteration, double lr);
   // From the next step on (density warm-up).
-  void set_density(double density);
-  double density() const { return density_; }
+  void set_density(double density) { averager_.set_density(density); }
+  double density() const { return averager_.density(); }
 
   std::size_t size() const { return flat_.size(); }
   FlatParameters& flat() { return flat_; }
@@ -70,20 +60,14 @@ class DistributedOptimizer {
   // residuals (one per exchange: one, or one per layer).
   std::vector<float>& velocity() { return velocity_; }
   std::vector<float>& local_velocity() { return local_velocity_; }
-  std::vector<std::vector<float>> residuals() const;
-  void set_residuals(const std::vector<std::vector<float>>& residuals);
+  std::vector<std::vector<float>> residuals() const { return averager_.residuals(); }
+  void set_residuals(const std::vector<std::vector<float>>& residuals) { averager_.set_residuals(residuals); }
 
  private:
-  // Empty if every gradient is finite, else where the first non-finite one is.
-  std::string find_nonfinite_gradient(std::uint64_t iteration) const;
-
   transport::Transport& transport_;
   FlatParameters flat_;
-  std::vector<std::string> names_;
   SgdConfig sgd_;
-  double density_;
-  std::vector<std::unique_ptr<collectives::GradientExchange>> exchanges_;  // one, or one per layer
-  std::vector<std::pair<std::size_t, std::size_t>> exchange_ranges_;
+  GradientAverager averager_;
   std::vector<float> gradient_, parameters_, velocity_, local_velocity_, average_;
 };
 

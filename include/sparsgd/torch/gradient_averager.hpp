@@ -1,0 +1,84 @@
+#pragma once
+// The averaging core of every torch-layer front end (the gradient synchronizer, the momentum SGD,
+// the Python DDP hook's buckets): a flat buffer of n floats, split into one exchange or one per
+// segment, goes through error feedback, compression and aggregation, and the AVERAGE over the
+// workers (the sum divided by P, once) comes back. Residual accounting is exact, as in
+// collectives::GradientExchange, which does the work.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sparsgd/collectives/gradient_exchange.hpp"
+#include "sparsgd/transport/transport.hpp"
+
+namespace sparsgd::torch_layer {
+
+struct StepStats {
+  double compress_cpu_seconds = 0.0;
+  double aggregate_wall_seconds = 0.0;
+  double aggregate_cpu_seconds = 0.0;
+  double feedback_cpu_seconds = 0.0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t messages_sent = 0;
+  std::size_t selected = 0;  // entries this worker selected
+  bool skipped = false;       // skip_nonfinite: some worker's gradient was not finite
+  std::string skip_reason;    // what this worker saw, or which rank flagged the step
+};
+
+// [begin, end) ranges of a flat buffer.
+using Segments = std::vector<std::pair<std::size_t, std::size_t>>;
+
+class GradientAverager {
+ public:
+  // `segments` cover [0, n) in order (one per parameter) and `names` label them in error messages.
+  // per_segment: one exchange per segment (k per segment) instead of one over all n.
+  // Throws InvalidArgument for an empty buffer, segments that do not tile it, or a bad exchange
+  // configuration (see GradientExchange).
+  GradientAverager(transport::Transport& transport, Segments segments, std::vector<std::string> names,
+                   const collectives::ExchangeConfig& exchange, bool per_segment, bool skip_nonfinite);
+
+  // Before anything is sent: if `gradient` holds NaN or Inf, throws InvalidData naming the
+  // segment, element, iteration and rank ("nothing was sent"); with skip_nonfinite instead all
+  // workers agree (2 ceil(log2 P) small messages) and every one returns skipped stats if any
+  // worker found one. Returns non-skipped (empty) stats otherwise.
+  StepStats check_finite(std::span<const float> gradient, std::uint64_t iteration);
+
+  // Collective. Exchanges `input` (n floats, with error feedback) and writes the average over the
+  // workers into `average` (n floats; entries that nobody's selection carried are 0).
+  StepStats average(std::span<const float> input, std::span<float> average, std::uint64_t iteration);
+
+  std::size_t size() const { return n_; }
+  const Segments& segments() const { return segments_; }
+  void set_density(double density);
+  double density() const { return density_; }
+
+  // One exchange, or one per segment, and the ranges they cover.
+  std::size_t exchange_count() const { return exchanges_.size(); }
+  const std::pair<std::size_t, std::size_t>& exchange_range(std::size_t e) const { return exchange_ranges_[e]; }
+  const collectives::GradientExchange& exchange(std::size_t e) const { return *exchanges_[e]; }
+  // What exchange e returned in the last average() (valid until the next).
+  const collectives::Aggregation& last_result(std::size_t e) const { return *last_results_[e]; }
+
+  // One residual per exchange, for checkpoints.
+  std::vector<std::vector<float>> residuals() const;
+  void set_residuals(const std::vector<std::vector<float>>& residuals);
+
+ private:
+  std::string find_nonfinite(std::span<const float> gradient, std::uint64_t iteration) const;
+
+  transport::Transport& transport_;
+  Segments segments_;
+  std::vector<std::string> names_;
+  bool skip_nonfinite_;
+  std::size_t n_ = 0;
+  double density_;
+  Segments exchange_ranges_;
+  std::vector<std::unique_ptr<collectives::GradientExchange>> exchanges_;
+  std::vector<const collectives::Aggregation*> last_results_;
+};
+
+}  // namespace sparsgd::torch_layer

@@ -1,0 +1,116 @@
+#include "sparsgd/torch/gradient_averager.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd::torch_layer {
+
+GradientAverager::GradientAverager(transport::Transport& transport, Segments segments, std::vector<std::string> names,
+                                   const collectives::ExchangeConfig& exchange, bool per_segment, bool skip_nonfinite)
+    : transport_(transport),
+      segments_(std::move(segments)),
+      names_(std::move(names)),
+      skip_nonfinite_(skip_nonfinite),
+      density_(exchange.density) {
+  for (const auto& [begin, end] : segments_) {
+    SPARSGD_ENFORCE(begin == n_ && end >= begin, "segments must tile the buffer in order: [" << begin << ", " << end
+                                                                                             << ") after " << n_);
+    n_ = end;
+  }
+  SPARSGD_ENFORCE(n_ > 0, "the model has no parameters");
+  exchange_ranges_ = per_segment ? segments_ : Segments{{0, n_}};
+  // Empty segments (a parameter with no elements) have nothing to exchange.
+  std::erase_if(exchange_ranges_, [](const auto& range) { return range.first == range.second; });
+  for (const auto& [begin, end] : exchange_ranges_) {
+    exchanges_.push_back(std::make_unique<collectives::GradientExchange>(transport, end - begin, exchange));
+  }
+  last_results_.assign(exchanges_.size(), nullptr);
+}
+
+void GradientAverager::set_density(double density) {
+  for (auto& exchange : exchanges_) exchange->set_density(density);
+  density_ = density;
+}
+
+std::string GradientAverager::find_nonfinite(std::span<const float> gradient, std::uint64_t iteration) const {
+  const auto bad = std::find_if(gradient.begin(), gradient.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == gradient.end()) return {};
+  const auto i = static_cast<std::size_t>(bad - gradient.begin());
+  std::size_t segment = 0;
+  while (segment + 1 < segments_.size() && segments_[segment].second <= i) ++segment;
+  std::ostringstream where;
+  where << "non-finite gradient (" << *bad << ") in parameter '";
+  if (segment < names_.size()) {
+    where << names_[segment];
+  } else {
+    where << '#' << segment;
+  }
+  where << "' at element " << i - segments_[segment].first << ", iteration " << iteration << " on rank "
+        << transport_.rank();
+  return where.str();
+}
+
+StepStats GradientAverager::check_finite(std::span<const float> gradient, std::uint64_t iteration) {
+  SPARSGD_ENFORCE_EQ(gradient.size(), n_, "gradient length");
+  StepStats stats;
+  const std::string nonfinite = find_nonfinite(gradient, iteration);
+  if (!skip_nonfinite_) {
+    if (!nonfinite.empty()) throw InvalidData(nonfinite + "; nothing was sent");
+  } else if (const int flagged = collectives::lowest_flagged_rank(transport_, !nonfinite.empty()); flagged >= 0) {
+    stats.skipped = true;
+    stats.skip_reason = !nonfinite.empty() ? nonfinite
+                                           : "rank " + std::to_string(flagged) +
+                                                 " found a non-finite gradient at iteration " + std::to_string(iteration);
+  }
+  return stats;
+}
+
+StepStats GradientAverager::average(std::span<const float> input, std::span<float> average, std::uint64_t iteration) {
+  SPARSGD_ENFORCE_EQ(input.size(), n_, "input length");
+  SPARSGD_ENFORCE_EQ(average.size(), n_, "output length");
+  const auto workers = static_cast<float>(transport_.size());
+  StepStats stats;
+  const transport::TrafficCounters before = transport_.counters();
+  std::fill(average.begin(), average.end(), 0.0f);
+  for (std::size_t e = 0; e < exchanges_.size(); ++e) {
+    const auto [begin, end] = exchange_ranges_[e];
+    collectives::GradientExchange& exchange = *exchanges_[e];
+    const collectives::Aggregation& result = exchange.exchange(input.subspan(begin, end - begin), iteration);
+    last_results_[e] = &result;
+    // The aggregators return the SUM; the one division by P is here.
+    if (result.dense) {
+      for (std::size_t i = 0; i < result.dense_sum.size(); ++i) average[begin + i] = result.dense_sum[i] / workers;
+    } else {
+      for (std::size_t j = 0; j < result.sum.size(); ++j) average[begin + result.sum.indices[j]] = result.sum.values[j] / workers;
+    }
+    const auto& times = exchange.last_times();
+    stats.compress_cpu_seconds += times.compress_cpu_seconds;
+    stats.aggregate_wall_seconds += times.aggregate_seconds;
+    stats.aggregate_cpu_seconds += times.aggregate_cpu_seconds;
+    stats.feedback_cpu_seconds += times.feedback_cpu_seconds;
+    stats.selected += exchange.last_selection().size();
+  }
+  stats.bytes_sent = transport_.counters().bytes_sent - before.bytes_sent;
+  stats.messages_sent = transport_.counters().messages_sent - before.messages_sent;
+  return stats;
+}
+
+std::vector<std::vector<float>> GradientAverager::residuals() const {
+  std::vector<std::vector<float>> out;
+  for (const auto& exchange : exchanges_) {
+    const auto r = exchange->feedback().residual();
+    out.emplace_back(r.begin(), r.end());
+  }
+  return out;
+}
+
+void GradientAverager::set_residuals(const std::vector<std::vector<float>>& residuals) {
+  SPARSGD_ENFORCE_EQ(residuals.size(), exchanges_.size(), "number of residuals (one per exchange)");
+  for (std::size_t e = 0; e < exchanges_.size(); ++e) exchanges_[e]->feedback().set_residual(residuals[e]);
+}
+
+}  // namespace sparsgd::torch_layer

@@ -1,0 +1,206 @@
+#include "sparsgd/torch/process_group_transport.hpp"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/torch.h>
+
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <utility>
+
+namespace sparsgd::torch_layer {
+
+// A posted operation, the tensors it reads or writes and what it is for (in errors). The tensors
+// are the transport's own, not the caller's memory: an operation abandoned after a timeout may
+// still complete later.
+struct ProcessGroupTransport::PostedOp {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::vector<at::Tensor> tensors;
+  std::string what;
+};
+
+namespace {
+
+using PostedOp = ProcessGroupTransport::PostedOp;
+
+// The first line of an exception's message: c10 appends a C++ backtrace after it.
+std::string first_line(const std::exception& e) {
+  const std::string text = e.what();
+  return text.substr(0, text.find('\n'));
+}
+
+// Operations that timed out or failed, kept alive until the process ends: c10d may still write
+// into their tensors. Shared by every transport of the process (workers may be threads).
+void abandon(std::unique_ptr<PostedOp> op) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<PostedOp>> ops;
+  const std::lock_guard lock(mutex);
+  ops.push_back(std::move(op));
+}
+
+[[noreturn]] void fail(int rank, std::chrono::milliseconds timeout, const std::string& what, const std::string& reason) {
+  if (reason.find("imed out") != std::string::npos || reason.find("imeout") != std::string::npos) {
+    throw transport::TransportError("rank " + std::to_string(rank) + ": timed out after " +
+                                    std::to_string(timeout.count()) + " ms " + what + " (" + reason + ")");
+  }
+  throw transport::PeerFailed("rank " + std::to_string(rank) + ": failed " + what + ": " + reason);
+}
+
+// Posts an operation; c10d throws at once when the connection to the peer is already gone.
+std::unique_ptr<PostedOp> post(int rank, std::chrono::milliseconds timeout, std::string what,
+                               std::vector<at::Tensor> tensors,
+                               const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&)>& start) {
+  auto op = std::make_unique<PostedOp>(PostedOp{{}, std::move(tensors), std::move(what)});
+  try {
+    op->work = start(op->tensors);
+  } catch (const std::exception& e) {
+    fail(rank, timeout, op->what, first_line(e));
+  }
+  return op;
+}
+
+// Waits for `op` within `timeout`; a timeout or an error becomes a TransportError naming what it
+// was for, and the operation is abandoned.
+void wait_for(std::unique_ptr<PostedOp>& op, int rank, std::chrono::milliseconds timeout) {
+  std::string reason;
+  try {
+    if (op->work->wait(timeout)) return;
+    reason = "the operation was aborted";
+  } catch (const std::exception& e) {
+    reason = first_line(e);
+  }
+  const std::string what = op->what;
+  abandon(std::move(op));
+  fail(rank, timeout, what, reason);
+}
+
+void check_tag(int tag) {
+  if (tag < 0 || tag > INT_MAX / 2 - 1) {
+    throw transport::TransportError("message tag " + std::to_string(tag) + " is outside [0, " +
+                                    std::to_string(INT_MAX / 2 - 1) + "]");
+  }
+}
+
+std::string tagged(const std::string& what, int peer, int tag) {
+  return what + " rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
+}
+
+}  // namespace
+
+ProcessGroupTransport::ProcessGroupTransport(c10::intrusive_ptr<c10d::ProcessGroup> group) : group_(std::move(group)) {
+  if (!group_) throw InvalidArgument("no process group (call torch.distributed.init_process_group first)");
+  backend_ = group_->getBackendName();
+  if (backend_ == "nccl" || backend_ == "ucc") {
+    throw InvalidArgument("process group backend '" + backend_ +
+                          "' moves GPU tensors; sparsgd exchanges CPU buffers: create a gloo group for it, "
+                          "torch.distributed.new_group(backend='gloo')");
+  }
+  rank_ = group_->getRank();
+  size_ = group_->getSize();
+}
+
+ProcessGroupTransport::~ProcessGroupTransport() {
+  // Sends still in flight complete in the background (the group outlives this transport).
+  for (auto& op : pending_sends_) abandon(std::move(op));
+}
+
+void ProcessGroupTransport::reap_sends() {
+  std::erase_if(pending_sends_, [](const auto& op) { return op == nullptr; });
+  for (auto& op : pending_sends_) {
+    if (op->work->isCompleted()) wait_for(op, rank_, std::chrono::milliseconds(0));  // throws if it failed
+  }
+  std::erase_if(pending_sends_, [](const auto& op) { return op == nullptr || op->work->isCompleted(); });
+}
+
+std::vector<std::unique_ptr<PostedOp>> ProcessGroupTransport::post_send(int peer, int tag,
+                                                                        std::span<const std::byte> data) {
+  check_tag(tag);
+  reap_sends();
+  const std::string what = tagged("sending to", peer, tag);
+  std::vector<std::unique_ptr<PostedOp>> ops;
+  ops.push_back(post(rank_, timeout(), what, {torch::tensor({static_cast<std::int64_t>(data.size())}, torch::kInt64)},
+                     [&](auto& tensors) { return group_->send(tensors, peer, 2 * tag); }));
+  if (!data.empty()) {
+    at::Tensor payload = torch::empty({static_cast<std::int64_t>(data.size())}, torch::kUInt8);
+    std::memcpy(payload.data_ptr(), data.data(), data.size());
+    ops.push_back(post(rank_, timeout(), what, {payload},
+                       [&](auto& tensors) { return group_->send(tensors, peer, 2 * tag + 1); }));
+  }
+  return ops;
+}
+
+void ProcessGroupTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
+  for (auto& op : post_send(peer, tag, data)) pending_sends_.push_back(std::move(op));
+}
+
+std::size_t ProcessGroupTransport::do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) {
+  check_tag(tag);
+  reap_sends();
+  const std::string what = tagged("waiting for a message from", peer, tag);
+  auto length = post(rank_, timeout(), what, {torch::empty({1}, torch::kInt64)},
+                     [&](auto& tensors) { return group_->recv(tensors, peer, 2 * tag); });
+  wait_for(length, rank_, timeout());
+  const std::int64_t bytes = length->tensors[0].item<std::int64_t>();
+  if (bytes < 0 || static_cast<std::uint64_t>(bytes) > max_bytes) {
+    throw transport::TransportError("rank " + std::to_string(rank_) + ": a message of " + std::to_string(bytes) +
+                                    " bytes from rank " + std::to_string(peer) + " (tag " + std::to_string(tag) +
+                                    ") is longer than the at most " + std::to_string(max_bytes) + " expected");
+  }
+  buffer.resize(static_cast<std::size_t>(bytes));
+  if (bytes == 0) return 0;
+  auto payload = post(rank_, timeout(), what, {torch::empty({bytes}, torch::kUInt8)},
+                      [&](auto& tensors) { return group_->recv(tensors, peer, 2 * tag + 1); });
+  wait_for(payload, rank_, timeout());
+  std::memcpy(buffer.data(), payload->tensors[0].data_ptr(), buffer.size());
+  return buffer.size();
+}
+
+std::size_t ProcessGroupTransport::do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data,
+                                               int recv_peer, int recv_tag, std::vector<std::byte>& buffer,
+                                               std::size_t max_bytes, const transport::InFlightWork& while_in_flight) {
+  do_send(send_peer, send_tag, data);
+  if (while_in_flight) while_in_flight();
+  return do_recv(recv_peer, recv_tag, buffer, max_bytes);
+}
+
+void ProcessGroupTransport::barrier() {
+  reap_sends();
+  auto op = post(rank_, timeout(), "in a barrier of " + std::to_string(size_) + " ranks (some rank did not reach it)",
+                 {}, [&](auto&) { return group_->barrier(); });
+  wait_for(op, rank_, timeout());
+}
+
+bool ProcessGroupTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {
+  reap_sends();
+  auto allreduce = [&](const at::Tensor& tensor, c10d::ReduceOp op, const std::string& what) {
+    c10d::AllreduceOptions options;
+    options.reduceOp = op;
+    auto posted = post(rank_, timeout(), what, {tensor}, [&](auto& tensors) { return group_->allreduce(tensors, options); });
+    wait_for(posted, rank_, timeout());
+    return posted->tensors[0];
+  };
+  // An allreduce of differing lengths would hang or fail obscurely: agree on the parameters first,
+  // by the minimum and the maximum of each (equal everywhere iff they are equal).
+  at::Tensor agree = torch::empty({static_cast<std::int64_t>(must_agree.size())}, torch::kInt64);
+  std::memcpy(agree.data_ptr(), must_agree.data(), must_agree.size_bytes());
+  const std::string agreeing = "agreeing on the dense allreduce's parameters with " + std::to_string(size_) + " ranks";
+  const at::Tensor low = allreduce(agree.clone(), c10d::ReduceOp::MIN, agreeing);
+  const at::Tensor high = allreduce(agree.clone(), c10d::ReduceOp::MAX, agreeing);
+  if (!torch::equal(low, high)) {
+    throw transport::TransportError("rank " + std::to_string(rank_) +
+                                    ": ranks disagree on the dense allreduce's algorithm, n or k (all ranks must use the same)");
+  }
+  at::Tensor sum = torch::empty({static_cast<std::int64_t>(values.size())}, torch::kFloat32);
+  std::memcpy(sum.data_ptr(), values.data(), values.size_bytes());
+  sum = allreduce(sum, c10d::ReduceOp::SUM, "in an allreduce of " + std::to_string(values.size()) + " floats");
+  std::memcpy(values.data(), sum.data_ptr(), values.size_bytes());
+  // Counted as the ring allreduce would send: the group's own algorithm is not visible here.
+  const auto p = static_cast<std::uint64_t>(size_);
+  const std::uint64_t bytes = p > 1 ? 2 * (p - 1) * values.size() * 4 / p : 0;
+  count_traffic(bytes, 2 * (p - 1), bytes, 2 * (p - 1));
+  return true;
+}
+
+}  // namespace sparsgd::torch_layer
