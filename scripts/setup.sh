@@ -35,5 +35,5 @@ if ((${#missing[@]})); then
 fi
 
 build_type=${SPARSGD_BUILD_TYPE:-Release}
-cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" ${SPARSGD_CMAKE_ARGS:-}
+cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" -DSPARSGD_WITH_PYTHON=ON ${SPARSGD_CMAKE_ARGS:-}
 cmake --build build -j"$(nproc)"

@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/transport/local.hpp"
@@ -81,6 +82,47 @@ TEST(CostModel, MatchesHandComputation) {
   EXPECT_NEAR(sim::aggregation_cost("dense", 4, 10000, k, net).seconds, 6 * (0.001 + 10020e-6), 1e-12);
   EXPECT_EQ(sim::aggregation_cost("gtopk", 1, 10000, k, net).seconds, 0.0);
   EXPECT_THROW(sim::aggregation_cost("tree", 4, 10000, k, net), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparsgd::collectives
+
+namespace sparsgd::collectives {
+namespace {
+
+TEST(DisagreeingRanks, CheckRanksAgreePassesWhenEqualAndNamesTheFieldAndRanksOtherwise) {
+  for (const int p : {1, 2, 3, 5, 8}) {
+    transport::run_local_workers(p, [](transport::Transport& t) {
+      check_ranks_agree(t, {{"density", "0.01"}, {"compressor", "topk"}}, "the options");
+    });
+  }
+  for (const int p : {3, 5}) {
+    std::vector<std::string> errors(static_cast<std::size_t>(p));
+    transport::run_local_workers(p, [&](transport::Transport& t) {
+      const std::string density = t.rank() >= 2 ? "0.001" : "0.01";
+      try {
+        check_ranks_agree(t, {{"compressor", "topk"}, {"density", density}, {"seed", std::to_string(t.rank())}},
+                          "the options");
+      } catch (const InvalidArgument& e) {
+        errors[static_cast<std::size_t>(t.rank())] = e.what();
+      }
+    });
+    const std::string want = p == 3 ? "ranks disagree on the options: 'density': 0.01 on rank 0, 0.001 on rank 2"
+                                    : "ranks disagree on the options: 'density': 0.01 on rank 0, 0.001 on ranks 2, 3, 4";
+    for (const auto& e : errors) EXPECT_EQ(e, want);  // every rank fails, with the same message
+  }
+  std::vector<std::string> errors(2);
+  transport::run_local_workers(2, [&](transport::Transport& t) {
+    ConfigFields fields = {{"a", "1"}};
+    if (t.rank() == 1) fields.push_back({"b", "2"});
+    try {
+      check_ranks_agree(t, fields, "x");
+    } catch (const InvalidArgument& e) {
+      errors[static_cast<std::size_t>(t.rank())] = e.what();
+    }
+  });
+  EXPECT_EQ(errors[0], "ranks disagree on x: 'b': (missing) on rank 0, 2 on rank 1");
+  EXPECT_EQ(errors[1], errors[0]);
 }
 
 }  // namespace

@@ -1,0 +1,22 @@
+#pragma once
+// Ranks that must agree check that they do, at start-up: every rank describes its configuration
+// as named fields, rank 0 compares them all and tells every rank the verdict, so a mismatch fails
+// at once on every rank, naming the first field that differs and the ranks that differ, instead of
+// a silent wrong result or a timeout blamed on a message tag. 2 (P - 1) messages.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sparsgd/transport/transport.hpp"
+
+namespace sparsgd::collectives {
+
+using ConfigFields = std::vector<std::pair<std::string, std::string>>;
+
+// Collective. Throws InvalidArgument on every rank if any rank's fields differ from rank 0's
+// (names, order or values), e.g. "ranks disagree on 'density': 0.01 on rank 0, 0.001 on ranks 2, 3".
+// `what` names the configuration in the message ("the DDP hook's options").
+void check_ranks_agree(transport::Transport& t, const ConfigFields& fields, const std::string& what);
+
+}  // namespace sparsgd::collectives

@@ -1,0 +1,316 @@
+// sparsgd._C: the torch layer for Python. Transports (a c10d ProcessGroup, the simulated network
+// around any transport), the gradient synchronizer over a model's parameters, and the averager
+// over flat buffers that the DDP hook uses per bucket. Every call that communicates or computes
+// releases the GIL. The Python pieces on top are in sparsgd/torch.py.
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/extension.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparsgd/collectives/agreement.hpp"
+#include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/reference.hpp"
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/compress/compressor.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/torch/gradient_averager.hpp"
+#include "sparsgd/torch/gradient_synchronizer.hpp"
+#include "sparsgd/torch/process_group_transport.hpp"
+#include "sparsgd/transport/network_model.hpp"
+
+namespace py = pybind11;
+
+namespace sparsgd::python {
+namespace {
+
+using transport::Transport;
+
+// A transport held by Python, with the one it wraps (if any) kept alive beside it.
+struct Handle {
+  std::shared_ptr<Transport> transport;
+  std::shared_ptr<Handle> inner;
+  transport::SimulatedNetwork* network = nullptr;  // set when `transport` is one
+};
+
+collectives::ExchangeConfig exchange_config(const std::string& compressor, const std::string& aggregator, double density,
+                                            double r_factor, std::uint64_t seed, bool shared_seed) {
+  collectives::ExchangeConfig c;
+  c.compressor.name = compressor;
+  c.compressor.r_factor = r_factor;
+  c.compressor.seed = seed;
+  c.compressor.shared_seed = shared_seed;
+  c.aggregator = aggregator;
+  c.density = density;
+  return c;
+}
+
+py::dict stats_dict(const torch_layer::StepStats& s, double network_seconds) {
+  py::dict d;
+  d["bytes_sent"] = s.bytes_sent;
+  d["messages_sent"] = s.messages_sent;
+  d["selected"] = s.selected;
+  d["compress_s"] = s.compress_cpu_seconds;
+  d["aggregate_s"] = s.aggregate_wall_seconds;
+  d["aggregate_cpu_s"] = s.aggregate_cpu_seconds;
+  d["feedback_s"] = s.feedback_cpu_seconds;
+  d["network_s"] = network_seconds;  // on the network model's clock; 0 without a model
+  d["skipped"] = s.skipped;
+  d["skip_reason"] = s.skip_reason;
+  return d;
+}
+
+// Runs `step` on the handle's transport with the GIL released; with a network model, also returns
+// what the step took on its clock (the time outside the step is not charged to it).
+template <typename Step>
+std::pair<torch_layer::StepStats, double> timed(Handle& h, Step&& step) {
+  py::gil_scoped_release release;
+  if (h.network == nullptr) return {step(), 0.0};
+  h.network->discard_compute();
+  const double start = h.network->now();
+  torch_layer::StepStats stats = step();
+  return {stats, h.network->now() - start};
+}
+
+std::span<float> float_span(const torch::Tensor& t, const char* what) {
+  if (!t.defined() || t.scalar_type() != torch::kFloat32 || !t.is_cpu() || !t.is_contiguous()) {
+    throw InvalidArgument(std::string(what) + " must be a contiguous float32 CPU tensor");
+  }
+  return {t.data_ptr<float>(), static_cast<std::size_t>(t.numel())};
+}
+
+std::vector<torch::Tensor> residual_tensors(const torch_layer::GradientAverager& averager) {
+  std::vector<torch::Tensor> out;
+  for (const auto& r : averager.residuals()) {
+    out.push_back(torch::from_blob(const_cast<float*>(r.data()), {static_cast<std::int64_t>(r.size())}).clone());
+  }
+  return out;
+}
+
+void set_residual_tensors(torch_layer::GradientAverager& averager, const std::vector<torch::Tensor>& tensors) {
+  std::vector<std::vector<float>> residuals;
+  for (const auto& t : tensors) {
+    const auto c = t.detach().to(torch::kFloat32).contiguous();
+    const auto span = float_span(c, "a residual");
+    residuals.emplace_back(span.begin(), span.end());
+  }
+  averager.set_residuals(residuals);
+}
+
+// The averager of one flat buffer (a DDP bucket): segments name the parameters in errors.
+class FlatAverager {
+ public:
+  FlatAverager(std::shared_ptr<Handle> handle, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
+               const collectives::ExchangeConfig& config, bool skip_nonfinite)
+      : handle_(std::move(handle)),
+        averager_(*handle_->transport, segments_of(sizes), std::move(names), config, false, skip_nonfinite) {}
+
+  py::dict average(const torch::Tensor& input, const torch::Tensor& output, std::uint64_t iteration) {
+    const auto in = float_span(input, "the input");
+    const auto out = float_span(output, "the output");
+    auto [stats, network] = timed(*handle_, [&] {
+      torch_layer::StepStats checked = averager_.check_finite(in, iteration);
+      return checked.skipped ? checked : averager_.average(in, out, iteration);
+    });
+    return stats_dict(stats, network);
+  }
+  torch_layer::GradientAverager& averager() { return averager_; }
+
+ private:
+  static torch_layer::Segments segments_of(const std::vector<std::size_t>& sizes) {
+    torch_layer::Segments s;
+    std::size_t at = 0;
+    for (const std::size_t n : sizes) {
+      s.emplace_back(at, at + n);
+      at += n;
+    }
+    return s;
+  }
+  std::shared_ptr<Handle> handle_;
+  torch_layer::GradientAverager averager_;
+};
+
+class Synchronizer {
+ public:
+  Synchronizer(std::shared_ptr<Handle> handle, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
+               const torch_layer::SynchronizerConfig& config)
+      : handle_(std::move(handle)), sync_(*handle_->transport, std::move(parameters), std::move(names), config) {}
+  py::dict synchronize(std::uint64_t iteration) {
+    auto [stats, network] = timed(*handle_, [&] { return sync_.synchronize(iteration); });
+    return stats_dict(stats, network);
+  }
+  torch_layer::GradientSynchronizer& get() { return sync_; }
+
+ private:
+  std::shared_ptr<Handle> handle_;
+  torch_layer::GradientSynchronizer sync_;
+};
+
+// The serial reference of one exchange step (tests): every worker's selection from its accumulated
+// gradient, the aggregation by the plain reference, the average, and each worker's residual.
+py::tuple reference_average(const std::string& compressor, const std::string& aggregator, double density,
+                            const std::vector<torch::Tensor>& accs, std::uint64_t iteration, double r_factor,
+                            std::uint64_t seed, bool shared_seed) {
+  SPARSGD_ENFORCE(!accs.empty(), "no workers");
+  const auto config = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed);
+  auto selector = compress::make_compressor(config.compressor);
+  std::vector<SparseVector> selections;
+  std::vector<torch::Tensor> contiguous;
+  const std::size_t n = static_cast<std::size_t>(accs[0].numel());
+  const std::size_t k = k_from_density(n, density);
+  for (std::size_t w = 0; w < accs.size(); ++w) {
+    contiguous.push_back(accs[w].detach().to(torch::kFloat32).contiguous().clone());
+    const auto acc = float_span(contiguous.back(), "an accumulated gradient");
+    SPARSGD_ENFORCE_EQ(acc.size(), n, "every worker's buffer has the same length");
+    SparseVector selection;
+    selector->compress(acc, k, {iteration, static_cast<int>(w)}, selection);
+    selections.push_back(std::move(selection));
+  }
+  const auto want = collectives::reference_aggregate(aggregator, selections, k);
+  const auto workers = static_cast<float>(accs.size());
+  torch::Tensor average = torch::zeros({static_cast<std::int64_t>(n)});
+  float* out = average.data_ptr<float>();
+  if (want.dense) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = want.dense_sum[i] / workers;
+  } else {
+    for (std::size_t j = 0; j < want.sum.size(); ++j) out[want.sum.indices[j]] = want.sum.values[j] / workers;
+  }
+  py::list residuals;
+  for (std::size_t w = 0; w < accs.size(); ++w) {
+    float* r = contiguous[w].data_ptr<float>();
+    for (std::size_t e = 0; e < selections[w].size(); ++e) {
+      if (want.consumed[w][e]) r[selections[w].indices[e]] = 0.0f;
+    }
+    residuals.append(contiguous[w]);
+  }
+  return py::make_tuple(average, residuals);
+}
+
+}  // namespace
+}  // namespace sparsgd::python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace sparsgd;
+  using namespace sparsgd::python;
+  m.doc() = "sparsgd's C++ layers: transports, the gradient synchronizer and the flat averager";
+
+  // Errors: every sparsgd::Error is a sparsgd.Error (a RuntimeError); bad arguments are also
+  // ValueErrors. Registered base first: pybind11 tries the last registered first.
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  static py::exception<InvalidData> invalid_data(m, "InvalidData", error.ptr());
+  static py::exception<transport::TransportError> transport_error(m, "TransportError", error.ptr());
+  static py::exception<transport::PeerFailed> peer_failed(m, "PeerFailed", transport_error.ptr());
+  const py::object invalid_argument_bases = py::make_tuple(error, py::handle(PyExc_ValueError));
+  py::object invalid_argument = py::reinterpret_steal<py::object>(
+      PyErr_NewException("sparsgd._C.InvalidArgument", invalid_argument_bases.ptr(), nullptr));
+  m.attr("InvalidArgument") = invalid_argument;
+  py::register_exception_translator([](std::exception_ptr p) {
+    if (!p) return;
+    try {
+      std::rethrow_exception(p);
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(py::module_::import("sparsgd._C").attr("InvalidArgument").ptr(), e.what());
+    }
+  });
+
+  m.def("reference_average", &reference_average, py::arg("compressor"), py::arg("aggregator"), py::arg("density"),
+        py::arg("accs"), py::arg("iteration"), py::arg("r_factor") = 4.0, py::arg("seed") = 0,
+        py::arg("shared_seed") = false,
+        "The serial reference of one step (for tests): (average, [residual of each worker]) from each worker's "
+        "accumulated gradient (gradient + residual)");
+  m.def("compressor_names", [] { return compress::compressor_names(); });
+  m.def("aggregator_names", [] { return collectives::aggregator_names(); });
+
+  py::class_<Handle, std::shared_ptr<Handle>>(m, "Transport", "A transport: rank, size, point-to-point messages")
+      .def_property_readonly("rank", [](const Handle& h) { return h.transport->rank(); })
+      .def_property_readonly("size", [](const Handle& h) { return h.transport->size(); })
+      .def("set_timeout", [](Handle& h, std::int64_t ms) {
+        SPARSGD_ENFORCE(ms > 0, "timeout_ms must be > 0, got " << ms);
+        h.transport->set_timeout(std::chrono::milliseconds(ms));
+        if (h.inner) h.inner->transport->set_timeout(std::chrono::milliseconds(ms));
+      }, py::arg("timeout_ms"))
+      .def("barrier", [](Handle& h) { h.transport->barrier(); }, py::call_guard<py::gil_scoped_release>())
+      .def("counters", [](const Handle& h) {
+        const auto& c = h.transport->counters();
+        py::dict d;
+        d["bytes_sent"] = c.bytes_sent;
+        d["bytes_received"] = c.bytes_received;
+        d["messages_sent"] = c.messages_sent;
+        d["messages_received"] = c.messages_received;
+        return d;
+      })
+      .def("network_clock", [](Handle& h) { return h.network ? h.network->now() : 0.0; },
+           "seconds on the network model's clock (0 without a model)")
+      .def("check_ranks_agree", [](Handle& h, const std::vector<std::pair<std::string, std::string>>& fields,
+                                   const std::string& what) {
+        py::gil_scoped_release release;
+        collectives::check_ranks_agree(*h.transport, fields, what);
+      }, py::arg("fields"), py::arg("what"),
+           "Collective: raises InvalidArgument on every rank if any rank's (name, value) pairs differ");
+
+  m.def("process_group_transport", [](const c10::intrusive_ptr<c10d::ProcessGroup>& group, std::int64_t timeout_ms) {
+    SPARSGD_ENFORCE(timeout_ms > 0, "timeout_ms must be > 0, got " << timeout_ms);
+    auto h = std::make_shared<Handle>();
+    h->transport = std::make_shared<torch_layer::ProcessGroupTransport>(group);
+    h->transport->set_timeout(std::chrono::milliseconds(timeout_ms));
+    return h;
+  }, py::arg("group"), py::arg("timeout_ms") = 60'000, "A transport over a torch.distributed ProcessGroup (gloo, mpi)");
+
+  m.def("simulated_network", [](std::shared_ptr<Handle> inner, const std::string& spec) {
+    const auto parsed = transport::parse_network(spec);
+    SPARSGD_ENFORCE(parsed.enabled(), "network '" << spec << "' is not a network model (use it without one)");
+    auto h = std::make_shared<Handle>();
+    auto network = std::make_shared<transport::SimulatedNetwork>(*inner->transport, parsed);
+    h->network = network.get();
+    h->transport = network;
+    h->transport->set_timeout(inner->transport->timeout());
+    h->inner = std::move(inner);
+    return h;
+  }, py::arg("inner"), py::arg("network"),
+        "The alpha-beta network model around a transport: 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS");
+
+  py::class_<FlatAverager>(m, "FlatAverager", "Error feedback + compression + aggregation of a flat buffer, averaged")
+      .def(py::init([](std::shared_ptr<Handle> h, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
+                       const std::string& compressor, const std::string& aggregator, double density, double r_factor,
+                       std::uint64_t seed, bool shared_seed, bool skip_nonfinite) {
+             return std::make_unique<FlatAverager>(std::move(h), sizes, std::move(names),
+                                                   exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed),
+                                                   skip_nonfinite);
+           }),
+           py::arg("transport"), py::arg("sizes"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
+           py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
+           py::arg("skip_nonfinite") = false)
+      .def("average", &FlatAverager::average, py::arg("input"), py::arg("output"), py::arg("iteration"),
+           "Collective: writes the average over the workers of `input` into `output`; returns the step's statistics")
+      .def("set_density", [](FlatAverager& a, double d) { a.averager().set_density(d); })
+      .def_property_readonly("size", [](FlatAverager& a) { return a.averager().size(); })
+      .def("residuals", [](FlatAverager& a) { return residual_tensors(a.averager()); })
+      .def("set_residuals", [](FlatAverager& a, const std::vector<torch::Tensor>& r) { set_residual_tensors(a.averager(), r); });
+
+  py::class_<Synchronizer>(m, "GradientSynchronizer",
+                           "After backward: the average of every parameter's gradient written into its .grad")
+      .def(py::init([](std::shared_ptr<Handle> h, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
+                       const std::string& compressor, const std::string& aggregator, double density, double r_factor,
+                       std::uint64_t seed, bool shared_seed, bool per_layer, bool skip_nonfinite) {
+             torch_layer::SynchronizerConfig config;
+             config.exchange = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed);
+             config.per_layer = per_layer;
+             config.skip_nonfinite = skip_nonfinite;
+             return std::make_unique<Synchronizer>(std::move(h), std::move(parameters), std::move(names), config);
+           }),
+           py::arg("transport"), py::arg("parameters"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
+           py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
+           py::arg("per_layer") = false, py::arg("skip_nonfinite") = false)
+      .def("synchronize", &Synchronizer::synchronize, py::arg("iteration"))
+      .def("broadcast_parameters", [](Synchronizer& s) { s.get().broadcast_parameters(); },
+           py::call_guard<py::gil_scoped_release>())
+      .def("set_density", [](Synchronizer& s, double d) { s.get().averager().set_density(d); })
+      .def_property_readonly("size", [](Synchronizer& s) { return s.get().size(); })
+      .def("residuals", [](Synchronizer& s) { return residual_tensors(s.get().averager()); })
+      .def("set_residuals", [](Synchronizer& s, const std::vector<torch::Tensor>& r) {
+        set_residual_tensors(s.get().averager(), r);
+      });
+}

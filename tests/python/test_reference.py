@@ -1,0 +1,140 @@
+"""The DDP hook's and the DistributedOptimizer's averaged gradients, and the residuals they keep,
+against the serial reference of the same semantics (sparsgd._C.reference_average: each worker's
+selection from gradient + residual, the plain aggregation, the sum divided by P once), step by
+step on 3 and 4 gloo processes, across DDP's bucket rebuild after the first iteration, with
+buckets of mixed parameter sizes."""
+
+import pytest
+import torch
+
+from conftest import all_ok
+
+STEPS = 4
+
+
+def make_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(24, 40), torch.nn.ReLU(), torch.nn.Linear(40, 7),
+                               torch.nn.ReLU(), torch.nn.Linear(7, 3))
+
+
+def batch(rank, step):
+    g = torch.Generator().manual_seed(1000 * rank + step)
+    return torch.randn(6, 24, generator=g), torch.randint(0, 3, (6,), generator=g)
+
+
+def local_gradients(model, rank, step):
+    x, y = batch(rank, step)
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    return [g.detach().clone() for g in torch.autograd.grad(loss, list(model.parameters()))]
+
+
+def hook_residuals(state, params):
+    """Each parameter's residual (zeros where no bucket holds one yet)."""
+    index = {p.data_ptr(): i for i, p in enumerate(params)}
+    out = [torch.zeros(p.numel()) for p in params]
+    for bucket in state._buckets.values():
+        residual = bucket.averager.residuals()[0]
+        for (ptr, n), part in zip(bucket.key, torch.split(residual, [n for _, n in bucket.key])):
+            out[index[ptr]] = part.clone()
+    return out
+
+
+def hook_worker(rank, world_size, compressor, aggregator, density):
+    import sparsgd.torch as st
+    model = make_model()
+    params = list(model.parameters())
+    # Small buckets (the first one too), so that parameters of mixed sizes spread over several.
+    # (DDP starts with one bucket, then rebuilds them in backward order: [3, 21], [7, 280], [40, 960].)
+    torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 64
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
+    state = st.HookState(compressor=compressor, aggregator=aggregator, density=density, seed=3)
+    ddp.register_comm_hook(state, st.hook)
+    record = []
+    for step in range(STEPS):
+        before = hook_residuals(state, params)
+        local = local_gradients(model, rank, step)
+        x, y = batch(rank, step)
+        ddp.zero_grad()
+        torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        index = {p.data_ptr(): i for i, p in enumerate(params)}
+        buckets = [[index[ptr] for ptr, _ in b.key] for _, b in sorted(state._buckets.items())]
+        record.append({"local": local, "before": before, "average": [p.grad.detach().flatten().clone() for p in params],
+                       "after": hook_residuals(state, params), "buckets": buckets, "stats": state.last_step})
+        with torch.no_grad():  # a plain SGD step, so that the next gradients differ
+            for p in params:
+                p -= 0.1 * p.grad
+    return record
+
+
+def check_against_reference(records, groups_per_step, compressor, aggregator, density):
+    from sparsgd import _C
+    world_size = len(records)
+    for step in range(STEPS):
+        for group in groups_per_step(step):
+            accs = [torch.cat([records[w][step]["local"][p].flatten() + records[w][step]["before"][p] for p in group])
+                    for w in range(world_size)]
+            want, residuals = _C.reference_average(compressor, aggregator, density, accs, step, seed=3,
+                                                   shared_seed=aggregator == "randk-shared")
+            for w in range(world_size):
+                got = torch.cat([records[w][step]["average"][p] for p in group])
+                where = f"step {step}, parameters {group}, rank {w}"
+                # Exact for the sparse sums taken in the reference's order; the dense ring sums in another.
+                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7, msg=lambda m: f"{where}: {m}")
+                kept = torch.cat([records[w][step]["after"][p] for p in group])
+                torch.testing.assert_close(kept, residuals[w], rtol=0, atol=0, msg=lambda m: f"residual, {where}: {m}")
+                # Conservation: what this worker had is in the sum or in its residual.
+            total = sum(accs)
+            consumed = sum(accs[w] - residuals[w] for w in range(world_size))
+            torch.testing.assert_close(total - consumed, sum(residuals), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(consumed, want * world_size, rtol=1e-4, atol=1e-6)
+
+
+CASES = [(4, "topk", "gtopk-rd", 0.05), (3, "topk", "gtopk-rd", 0.05), (4, "topk", "gtopk", 0.05),
+         (3, "topk", "allgather", 0.05), (4, "rtopk", "gtopk-rd", 0.05), (4, "randk", "randk-shared", 0.1),
+         (3, "gaussiank", "allgather", 0.1), (4, "dgc", "gtopk", 0.1), (3, "none", "dense", 1.0)]
+
+
+@pytest.mark.parametrize("world_size,compressor,aggregator,density", CASES)
+def test_hook_average_and_residuals_match_reference(run_workers, world_size, compressor, aggregator, density):
+    records = all_ok(run_workers(world_size, hook_worker, compressor, aggregator, density))
+    # Every rank saw the same buckets; after the first step DDP rebuilt them.
+    for r in records[1:]:
+        assert [s["buckets"] for s in r] == [s["buckets"] for s in records[0]]
+    assert len(records[0][-1]["buckets"]) > 1, "the test needs several buckets"
+    check_against_reference(records, lambda step: records[0][step]["buckets"], compressor, aggregator, density)
+    assert records[0][-1]["stats"]["exchanges"] == len(records[0][-1]["buckets"])
+
+
+def optimizer_worker(rank, world_size, compressor, aggregator, density, per_layer):
+    import sparsgd.torch as st
+    model = make_model()
+    params = list(model.parameters())
+    opt = st.DistributedOptimizer(torch.optim.Adam(params, lr=0.01), model.named_parameters(), compressor=compressor,
+                                  aggregator=aggregator, density=density, seed=3, per_layer=per_layer)
+    record = []
+    for step in range(STEPS):
+        before = [r.clone() for r in opt._sync.residuals()]
+        local = local_gradients(model, rank, step)
+        x, y = batch(rank, step)
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.synchronize()
+        after = [r.clone() for r in opt._sync.residuals()]
+        if not per_layer:
+            split = [p.numel() for p in params]
+            before, after = list(torch.split(before[0], split)), list(torch.split(after[0], split))
+        record.append({"local": local, "before": before, "average": [p.grad.detach().flatten().clone() for p in params],
+                       "after": after})
+        opt.step()
+    return record
+
+
+@pytest.mark.parametrize("per_layer", [False, True])
+@pytest.mark.parametrize("world_size,compressor,aggregator,density", [(4, "topk", "gtopk-rd", 0.05),
+                                                                      (3, "topk", "gtopk", 0.05)])
+def test_optimizer_average_matches_reference(run_workers, world_size, compressor, aggregator, density, per_layer):
+    records = all_ok(run_workers(world_size, optimizer_worker, compressor, aggregator, density, per_layer))
+    n_params = len(records[0][0]["local"])
+    groups = [[p] for p in range(n_params)] if per_layer else [list(range(n_params))]
+    check_against_reference(records, lambda step: groups, compressor, aggregator, density)
