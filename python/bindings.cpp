@@ -4,6 +4,7 @@
 // releases the GIL. The Python pieces on top are in sparsgd/torch.py.
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/extension.h>
 
 #include <memory>
@@ -199,10 +200,10 @@ PYBIND11_MODULE(_C, m) {
 
   // Errors: every sparsgd::Error is a sparsgd.Error (a RuntimeError); bad arguments are also
   // ValueErrors. Registered base first: pybind11 tries the last registered first.
-  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
-  static py::exception<InvalidData> invalid_data(m, "InvalidData", error.ptr());
-  static py::exception<transport::TransportError> transport_error(m, "TransportError", error.ptr());
-  static py::exception<transport::PeerFailed> peer_failed(m, "PeerFailed", transport_error.ptr());
+  auto& error = py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception<InvalidData>(m, "InvalidData", error.ptr());
+  auto& transport_error = py::register_exception<transport::TransportError>(m, "TransportError", error.ptr());
+  py::register_exception<transport::PeerFailed>(m, "PeerFailed", transport_error.ptr());
   const py::object invalid_argument_bases = py::make_tuple(error, py::handle(PyExc_ValueError));
   py::object invalid_argument = py::reinterpret_steal<py::object>(
       PyErr_NewException("sparsgd._C.InvalidArgument", invalid_argument_bases.ptr(), nullptr));
@@ -251,13 +252,17 @@ PYBIND11_MODULE(_C, m) {
       }, py::arg("fields"), py::arg("what"),
            "Collective: raises InvalidArgument on every rank if any rank's (name, value) pairs differ");
 
-  m.def("process_group_transport", [](const c10::intrusive_ptr<c10d::ProcessGroup>& group, std::int64_t timeout_ms) {
+  m.def("process_group_transport", [](const c10::intrusive_ptr<c10d::ProcessGroup>& group, std::int64_t timeout_ms,
+                                      const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix) {
     SPARSGD_ENFORCE(timeout_ms > 0, "timeout_ms must be > 0, got " << timeout_ms);
     auto h = std::make_shared<Handle>();
-    h->transport = std::make_shared<torch_layer::ProcessGroupTransport>(group);
+    h->transport = std::make_shared<torch_layer::ProcessGroupTransport>(group, store, prefix);
     h->transport->set_timeout(std::chrono::milliseconds(timeout_ms));
     return h;
-  }, py::arg("group"), py::arg("timeout_ms") = 60'000, "A transport over a torch.distributed ProcessGroup (gloo, mpi)");
+  }, py::arg("group"), py::arg("timeout_ms") = 60'000, py::arg("store") = c10::intrusive_ptr<c10d::Store>(),
+        py::arg("prefix") = "sparsgd",
+        "A transport over a torch.distributed ProcessGroup (gloo, mpi); with the group's store, a rank that "
+        "loses a peer names the rank that ended first");
 
   m.def("simulated_network", [](std::shared_ptr<Handle> inner, const std::string& spec) {
     const auto parsed = transport::parse_network(spec);

@@ -64,6 +64,26 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
             "timeout_ms": timeout_ms, "on_nonfinite": on_nonfinite}
 
 
+_transports_made = {}
+
+
+def _failure_store(group):
+    """The group's c10d store and a prefix of this transport's own, where ranks record why they
+    failed, so that a rank that lost a peer can name the rank that ended first. The n-th transport
+    of a group has the same prefix on every rank (all ranks create them in the same order)."""
+    c10d = dist.distributed_c10d
+    try:  # torch 1.13 keeps them in _pg_map; later versions in _world.pg_map
+        pg_map = c10d._world.pg_map if hasattr(c10d, "_world") else c10d._pg_map
+        store = pg_map[group][1]
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return ()
+    if store is None:
+        return ()
+    count = _transports_made.get(id(group), 0) + 1
+    _transports_made[id(group)] = count
+    return (store, f"sparsgd/{count}")
+
+
 def _transport(process_group, options):
     if not dist.is_available():
         raise RuntimeError("sparsgd: this torch has no torch.distributed")
@@ -73,7 +93,7 @@ def _transport(process_group, options):
     group = process_group if process_group is not None else dist.distributed_c10d._get_default_group()
     if group is None or group == dist.GroupMember.NON_GROUP_MEMBER:
         raise ValueError("sparsgd: this rank is not a member of the process group")
-    transport = _C.process_group_transport(group, options["timeout_ms"])
+    transport = _C.process_group_transport(group, options["timeout_ms"], *_failure_store(group))
     if options["network"] != "none":
         transport = _C.simulated_network(transport, options["network"])
     return transport

@@ -43,7 +43,9 @@ std::string GradientAverager::find_nonfinite(std::span<const float> gradient, st
   std::size_t segment = 0;
   while (segment + 1 < segments_.size() && segments_[segment].second <= i) ++segment;
   std::ostringstream where;
-  where << "non-finite gradient (" << *bad << ") in parameter '";
+  // A NaN's sign says nothing; print it as "nan" whatever its bits.
+  where << "non-finite gradient (" << (std::isnan(*bad) ? std::string("nan") : *bad < 0 ? "-inf" : "inf")
+        << ") in parameter '";
   if (segment < names_.size()) {
     where << names_[segment];
   } else {

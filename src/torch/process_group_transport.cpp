@@ -1,9 +1,11 @@
 #include "sparsgd/torch/process_group_transport.hpp"
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -19,6 +21,7 @@ struct ProcessGroupTransport::PostedOp {
   c10::intrusive_ptr<c10d::Work> work;
   std::vector<at::Tensor> tensors;
   std::string what;
+  int peer = -1;  // -1: a collective
 };
 
 namespace {
@@ -40,42 +43,6 @@ void abandon(std::unique_ptr<PostedOp> op) {
   ops.push_back(std::move(op));
 }
 
-[[noreturn]] void fail(int rank, std::chrono::milliseconds timeout, const std::string& what, const std::string& reason) {
-  if (reason.find("imed out") != std::string::npos || reason.find("imeout") != std::string::npos) {
-    throw transport::TransportError("rank " + std::to_string(rank) + ": timed out after " +
-                                    std::to_string(timeout.count()) + " ms " + what + " (" + reason + ")");
-  }
-  throw transport::PeerFailed("rank " + std::to_string(rank) + ": failed " + what + ": " + reason);
-}
-
-// Posts an operation; c10d throws at once when the connection to the peer is already gone.
-std::unique_ptr<PostedOp> post(int rank, std::chrono::milliseconds timeout, std::string what,
-                               std::vector<at::Tensor> tensors,
-                               const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&)>& start) {
-  auto op = std::make_unique<PostedOp>(PostedOp{{}, std::move(tensors), std::move(what)});
-  try {
-    op->work = start(op->tensors);
-  } catch (const std::exception& e) {
-    fail(rank, timeout, op->what, first_line(e));
-  }
-  return op;
-}
-
-// Waits for `op` within `timeout`; a timeout or an error becomes a TransportError naming what it
-// was for, and the operation is abandoned.
-void wait_for(std::unique_ptr<PostedOp>& op, int rank, std::chrono::milliseconds timeout) {
-  std::string reason;
-  try {
-    if (op->work->wait(timeout)) return;
-    reason = "the operation was aborted";
-  } catch (const std::exception& e) {
-    reason = first_line(e);
-  }
-  const std::string what = op->what;
-  abandon(std::move(op));
-  fail(rank, timeout, what, reason);
-}
-
 void check_tag(int tag) {
   if (tag < 0 || tag > INT_MAX / 2 - 1) {
     throw transport::TransportError("message tag " + std::to_string(tag) + " is outside [0, " +
@@ -89,7 +56,9 @@ std::string tagged(const std::string& what, int peer, int tag) {
 
 }  // namespace
 
-ProcessGroupTransport::ProcessGroupTransport(c10::intrusive_ptr<c10d::ProcessGroup> group) : group_(std::move(group)) {
+ProcessGroupTransport::ProcessGroupTransport(c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                             c10::intrusive_ptr<c10d::Store> store, std::string store_prefix)
+    : group_(std::move(group)), store_(std::move(store)), store_prefix_(std::move(store_prefix)) {
   if (!group_) throw InvalidArgument("no process group (call torch.distributed.init_process_group first)");
   backend_ = group_->getBackendName();
   if (backend_ == "nccl" || backend_ == "ucc") {
@@ -106,10 +75,81 @@ ProcessGroupTransport::~ProcessGroupTransport() {
   for (auto& op : pending_sends_) abandon(std::move(op));
 }
 
+std::unique_ptr<PostedOp> ProcessGroupTransport::post(
+    std::string what, int peer, std::vector<at::Tensor> tensors,
+    const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&)>& start) {
+  auto op = std::make_unique<PostedOp>(PostedOp{{}, std::move(tensors), std::move(what), peer});
+  try {
+    op->work = start(op->tensors);  // c10d throws at once when the connection to the peer is gone
+  } catch (const std::exception& e) {
+    fail(op->what, peer, first_line(e));
+  }
+  return op;
+}
+
+// Waits for `op` within `timeout`; a timeout or an error becomes a TransportError naming what it
+// was for, and the operation is abandoned.
+void ProcessGroupTransport::wait_for(std::unique_ptr<PostedOp>& op, std::chrono::milliseconds timeout) {
+  std::string reason;
+  try {
+    if (op->work->wait(timeout)) return;
+    reason = "the operation was aborted";
+  } catch (const std::exception& e) {
+    reason = first_line(e);
+  }
+  const std::string what = op->what;
+  const int peer = op->peer;
+  abandon(std::move(op));
+  fail(what, peer, reason);
+}
+
+std::string ProcessGroupTransport::explain_lost_peer(int peer) const {
+  if (!store_ || peer < 0) return {};
+  std::string chain;
+  std::vector<bool> seen(static_cast<std::size_t>(size_), false);
+  try {
+    for (int at = peer; at >= 0 && at < size_ && !seen[static_cast<std::size_t>(at)];) {
+      seen[static_cast<std::size_t>(at)] = true;
+      const std::string key = store_prefix_ + "/failed/" + std::to_string(at);
+      if (!store_->check({key})) {
+        chain += "; rank " + std::to_string(at) + (at == peer ? " ended" : " ended first") +
+                 " without recording a communication failure (it was killed, exited, or stopped on an error of its own)";
+        break;
+      }
+      const auto record = store_->get(key);  // "LOST_PEER MESSAGE"
+      const std::string text(record.begin(), record.end());
+      if (at == peer) chain += "; rank " + std::to_string(at) + " had failed before: " + text.substr(text.find(' ') + 1);
+      at = std::atoi(text.c_str());
+    }
+  } catch (const std::exception&) {
+    // The store went with the rank that served it: say what this rank knows.
+  }
+  return chain;
+}
+
+void ProcessGroupTransport::fail(const std::string& what, int peer, const std::string& reason) {
+  const bool timed_out = reason.find("imed out") != std::string::npos || reason.find("imeout") != std::string::npos;
+  const std::string message = "rank " + std::to_string(rank_) +
+                              (timed_out ? ": timed out after " + std::to_string(timeout().count()) + " ms " + what +
+                                               " (" + reason + ")"
+                                         : ": failed " + what + ": " + reason);
+  const std::string explained = message + explain_lost_peer(peer);
+  if (store_) {
+    try {
+      const std::string record = std::to_string(peer) + " " + message;
+      store_->set(store_prefix_ + "/failed/" + std::to_string(rank_), std::vector<std::uint8_t>(record.begin(), record.end()));
+    } catch (const std::exception&) {
+      // Best effort: the others then see this rank end without a record.
+    }
+  }
+  if (timed_out) throw transport::TransportError(explained);
+  throw transport::PeerFailed(explained);
+}
+
 void ProcessGroupTransport::reap_sends() {
   std::erase_if(pending_sends_, [](const auto& op) { return op == nullptr; });
   for (auto& op : pending_sends_) {
-    if (op->work->isCompleted()) wait_for(op, rank_, std::chrono::milliseconds(0));  // throws if it failed
+    if (op->work->isCompleted()) wait_for(op, std::chrono::milliseconds(0));  // throws if it failed
   }
   std::erase_if(pending_sends_, [](const auto& op) { return op == nullptr || op->work->isCompleted(); });
 }
@@ -120,12 +160,12 @@ std::vector<std::unique_ptr<PostedOp>> ProcessGroupTransport::post_send(int peer
   reap_sends();
   const std::string what = tagged("sending to", peer, tag);
   std::vector<std::unique_ptr<PostedOp>> ops;
-  ops.push_back(post(rank_, timeout(), what, {torch::tensor({static_cast<std::int64_t>(data.size())}, torch::kInt64)},
+  ops.push_back(post(what, peer, {torch::tensor({static_cast<std::int64_t>(data.size())}, torch::kInt64)},
                      [&](auto& tensors) { return group_->send(tensors, peer, 2 * tag); }));
   if (!data.empty()) {
     at::Tensor payload = torch::empty({static_cast<std::int64_t>(data.size())}, torch::kUInt8);
     std::memcpy(payload.data_ptr(), data.data(), data.size());
-    ops.push_back(post(rank_, timeout(), what, {payload},
+    ops.push_back(post(what, peer, {payload},
                        [&](auto& tensors) { return group_->send(tensors, peer, 2 * tag + 1); }));
   }
   return ops;
@@ -139,9 +179,9 @@ std::size_t ProcessGroupTransport::do_recv(int peer, int tag, std::vector<std::b
   check_tag(tag);
   reap_sends();
   const std::string what = tagged("waiting for a message from", peer, tag);
-  auto length = post(rank_, timeout(), what, {torch::empty({1}, torch::kInt64)},
+  auto length = post(what, peer, {torch::empty({1}, torch::kInt64)},
                      [&](auto& tensors) { return group_->recv(tensors, peer, 2 * tag); });
-  wait_for(length, rank_, timeout());
+  wait_for(length, timeout());
   const std::int64_t bytes = length->tensors[0].item<std::int64_t>();
   if (bytes < 0 || static_cast<std::uint64_t>(bytes) > max_bytes) {
     throw transport::TransportError("rank " + std::to_string(rank_) + ": a message of " + std::to_string(bytes) +
@@ -150,9 +190,9 @@ std::size_t ProcessGroupTransport::do_recv(int peer, int tag, std::vector<std::b
   }
   buffer.resize(static_cast<std::size_t>(bytes));
   if (bytes == 0) return 0;
-  auto payload = post(rank_, timeout(), what, {torch::empty({bytes}, torch::kUInt8)},
+  auto payload = post(what, peer, {torch::empty({bytes}, torch::kUInt8)},
                       [&](auto& tensors) { return group_->recv(tensors, peer, 2 * tag + 1); });
-  wait_for(payload, rank_, timeout());
+  wait_for(payload, timeout());
   std::memcpy(buffer.data(), payload->tensors[0].data_ptr(), buffer.size());
   return buffer.size();
 }
@@ -167,9 +207,9 @@ std::size_t ProcessGroupTransport::do_sendrecv(int send_peer, int send_tag, std:
 
 void ProcessGroupTransport::barrier() {
   reap_sends();
-  auto op = post(rank_, timeout(), "in a barrier of " + std::to_string(size_) + " ranks (some rank did not reach it)",
-                 {}, [&](auto&) { return group_->barrier(); });
-  wait_for(op, rank_, timeout());
+  auto op = post("in a barrier of " + std::to_string(size_) + " ranks (some rank did not reach it)", -1, {},
+                 [&](auto&) { return group_->barrier(); });
+  wait_for(op, timeout());
 }
 
 bool ProcessGroupTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {
@@ -177,8 +217,8 @@ bool ProcessGroupTransport::native_allreduce_sum(std::span<float> values, std::s
   auto allreduce = [&](const at::Tensor& tensor, c10d::ReduceOp op, const std::string& what) {
     c10d::AllreduceOptions options;
     options.reduceOp = op;
-    auto posted = post(rank_, timeout(), what, {tensor}, [&](auto& tensors) { return group_->allreduce(tensors, options); });
-    wait_for(posted, rank_, timeout());
+    auto posted = post(what, -1, {tensor}, [&](auto& tensors) { return group_->allreduce(tensors, options); });
+    wait_for(posted, timeout());
     return posted->tensors[0];
   };
   // An allreduce of differing lengths would hang or fail obscurely: agree on the parameters first,

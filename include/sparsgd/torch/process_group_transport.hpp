@@ -12,8 +12,10 @@
 // awaited, never a hang. A timed-out wait is fatal to the group (gloo closes the pair). The ProcessGroup's own collectives
 // (barrier, allreduce for the dense aggregator) are used where they exist.
 
+#include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +24,8 @@
 
 namespace c10d {
 class ProcessGroup;
+class Store;
+class Work;
 }
 
 namespace sparsgd::torch_layer {
@@ -29,7 +33,12 @@ namespace sparsgd::torch_layer {
 class ProcessGroupTransport final : public transport::Transport {
  public:
   // Throws InvalidArgument for a null group or one whose backend cannot move CPU tensors.
-  explicit ProcessGroupTransport(c10::intrusive_ptr<c10d::ProcessGroup> group);
+  // `store` (optional: the group's c10d Store, under a prefix of its own per transport) records
+  // each rank's failure, so that a rank whose peer ended names the rank that ended first: "rank 1:
+  // failed waiting for a message from rank 3 ...; rank 3 had lost rank 2, which ended first without
+  // an error of its own (killed or exited)".
+  explicit ProcessGroupTransport(c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                 c10::intrusive_ptr<c10d::Store> store = {}, std::string store_prefix = "sparsgd");
   ~ProcessGroupTransport() override;
 
   int rank() const override { return rank_; }
@@ -52,11 +61,19 @@ class ProcessGroupTransport final : public transport::Transport {
   struct PostedOp;  // defined in the .cpp
 
  private:
+  std::unique_ptr<PostedOp> post(std::string what, int peer, std::vector<at::Tensor> tensors,
+                                 const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<at::Tensor>&)>& start);
+  void wait_for(std::unique_ptr<PostedOp>& op, std::chrono::milliseconds timeout);
+  [[noreturn]] void fail(const std::string& what, int peer, const std::string& reason);
+  // What the store says about why `peer` ended: the chain of recorded failures up to the first rank.
+  std::string explain_lost_peer(int peer) const;
   // Throws the first failure among the sends posted earlier and forgets those that completed.
   void reap_sends();
   std::vector<std::unique_ptr<PostedOp>> post_send(int peer, int tag, std::span<const std::byte> data);
 
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string store_prefix_;
   std::vector<std::unique_ptr<PostedOp>> pending_sends_;
   std::string backend_;
   int rank_ = 0;
