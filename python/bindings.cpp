@@ -7,6 +7,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/extension.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,16 +65,32 @@ py::dict stats_dict(const torch_layer::StepStats& s, double network_seconds) {
   return d;
 }
 
-// Runs `step` on the handle's transport with the GIL released; with a network model, also returns
-// what the step took on its clock (the time outside the step is not charged to it).
+// Runs `step` on the handle's transport with the GIL released, then flushes the sends it left in
+// flight (the process may end after it). With a network model, also returns what the step took on
+// the model's clock: the compute outside the step is not charged, and with `align_clocks` every
+// rank first starts from the latest rank's clock (an allreduce of P doubles on the transport under
+// the model, not charged to it), so that the step is timed as on a cluster where all start together.
 template <typename Step>
-std::pair<torch_layer::StepStats, double> timed(Handle& h, Step&& step) {
+std::pair<torch_layer::StepStats, double> timed(Handle& h, bool align_clocks, Step&& step) {
   py::gil_scoped_release release;
-  if (h.network == nullptr) return {step(), 0.0};
+  if (h.network == nullptr) {
+    torch_layer::StepStats stats = step();
+    h.transport->flush();
+    return {stats, 0.0};
+  }
   h.network->discard_compute();
+  if (align_clocks) {
+    Transport& under = *h.inner->transport;
+    std::vector<double> clocks(static_cast<std::size_t>(under.size()), 0.0);
+    clocks[static_cast<std::size_t>(under.rank())] = h.network->now();
+    collectives::allreduce_sum(under, clocks);
+    h.network->set_clock(*std::max_element(clocks.begin(), clocks.end()));
+  }
   const double start = h.network->now();
   torch_layer::StepStats stats = step();
-  return {stats, h.network->now() - start};
+  const double seconds = h.network->now() - start;
+  h.transport->flush();
+  return {stats, seconds};
 }
 
 std::span<float> float_span(const torch::Tensor& t, const char* what) {
@@ -109,10 +126,11 @@ class FlatAverager {
       : handle_(std::move(handle)),
         averager_(*handle_->transport, segments_of(sizes), std::move(names), config, false, skip_nonfinite) {}
 
-  py::dict average(const torch::Tensor& input, const torch::Tensor& output, std::uint64_t iteration) {
+  py::dict average(const torch::Tensor& input, const torch::Tensor& output, std::uint64_t iteration,
+                   bool align_clocks) {
     const auto in = float_span(input, "the input");
     const auto out = float_span(output, "the output");
-    auto [stats, network] = timed(*handle_, [&] {
+    auto [stats, network] = timed(*handle_, align_clocks, [&] {
       torch_layer::StepStats checked = averager_.check_finite(in, iteration);
       return checked.skipped ? checked : averager_.average(in, out, iteration);
     });
@@ -140,8 +158,12 @@ class Synchronizer {
                const torch_layer::SynchronizerConfig& config)
       : handle_(std::move(handle)), sync_(*handle_->transport, std::move(parameters), std::move(names), config) {}
   py::dict synchronize(std::uint64_t iteration) {
-    auto [stats, network] = timed(*handle_, [&] { return sync_.synchronize(iteration); });
+    auto [stats, network] = timed(*handle_, true, [&] { return sync_.synchronize(iteration); });
     return stats_dict(stats, network);
+  }
+  void broadcast_parameters() {
+    sync_.broadcast_parameters();
+    handle_->transport->flush();
   }
   torch_layer::GradientSynchronizer& get() { return sync_; }
 
@@ -233,7 +255,10 @@ PYBIND11_MODULE(_C, m) {
         h.transport->set_timeout(std::chrono::milliseconds(ms));
         if (h.inner) h.inner->transport->set_timeout(std::chrono::milliseconds(ms));
       }, py::arg("timeout_ms"))
-      .def("barrier", [](Handle& h) { h.transport->barrier(); }, py::call_guard<py::gil_scoped_release>())
+      .def("barrier", [](Handle& h) {
+        h.transport->barrier();
+        h.transport->flush();
+      }, py::call_guard<py::gil_scoped_release>())
       .def("counters", [](const Handle& h) {
         const auto& c = h.transport->counters();
         py::dict d;
@@ -249,6 +274,7 @@ PYBIND11_MODULE(_C, m) {
                                    const std::string& what) {
         py::gil_scoped_release release;
         collectives::check_ranks_agree(*h.transport, fields, what);
+        h.transport->flush();
       }, py::arg("fields"), py::arg("what"),
            "Collective: raises InvalidArgument on every rank if any rank's (name, value) pairs differ");
 
@@ -289,7 +315,9 @@ PYBIND11_MODULE(_C, m) {
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("skip_nonfinite") = false)
       .def("average", &FlatAverager::average, py::arg("input"), py::arg("output"), py::arg("iteration"),
-           "Collective: writes the average over the workers of `input` into `output`; returns the step's statistics")
+           py::arg("align_clocks") = true,
+           "Collective: writes the average over the workers of `input` into `output`; returns the step's statistics "
+           "(align_clocks: with a network model, start from the latest rank's clock; once a step)")
       .def("set_density", [](FlatAverager& a, double d) { a.averager().set_density(d); })
       .def_property_readonly("size", [](FlatAverager& a) { return a.averager().size(); })
       .def("residuals", [](FlatAverager& a) { return residual_tensors(a.averager()); })
@@ -310,7 +338,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("per_layer") = false, py::arg("skip_nonfinite") = false)
       .def("synchronize", &Synchronizer::synchronize, py::arg("iteration"))
-      .def("broadcast_parameters", [](Synchronizer& s) { s.get().broadcast_parameters(); },
+      .def("broadcast_parameters", [](Synchronizer& s) { s.broadcast_parameters(); },
            py::call_guard<py::gil_scoped_release>())
       .def("set_density", [](Synchronizer& s, double d) { s.get().averager().set_density(d); })
       .def_property_readonly("size", [](Synchronizer& s) { return s.get().size(); })

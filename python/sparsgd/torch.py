@@ -203,7 +203,8 @@ class HookState:
         if flat.device.type != "cpu" or flat.dtype != torch.float32 or not flat.is_contiguous():
             flat = flat.to("cpu", torch.float32).contiguous()
         bucket = self._bucket(index, parameters, flat.numel())
-        stats = bucket.averager.average(flat, bucket.output, self.iteration)
+        stats = bucket.averager.average(flat, bucket.output, self.iteration,
+                                        align_clocks=self._step.values["exchanges"] == 0)
         self._step.add(stats)
         if stats["skipped"]:
             bucket.output.zero_()

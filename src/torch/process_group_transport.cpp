@@ -71,8 +71,21 @@ ProcessGroupTransport::ProcessGroupTransport(c10::intrusive_ptr<c10d::ProcessGro
 }
 
 ProcessGroupTransport::~ProcessGroupTransport() {
-  // Sends still in flight complete in the background (the group outlives this transport).
-  for (auto& op : pending_sends_) abandon(std::move(op));
+  try {
+    flush();
+  } catch (const std::exception&) {
+    // A peer that is gone cannot take them; the error was or will be reported where it matters.
+  }
+  for (auto& op : pending_sends_) {
+    if (op) abandon(std::move(op));
+  }
+}
+
+void ProcessGroupTransport::flush() {
+  for (auto& op : pending_sends_) {
+    if (op) wait_for(op, timeout());
+  }
+  pending_sends_.clear();
 }
 
 std::unique_ptr<PostedOp> ProcessGroupTransport::post(

@@ -39,11 +39,13 @@ class ProcessGroupTransport final : public transport::Transport {
   // an error of its own (killed or exited)".
   explicit ProcessGroupTransport(c10::intrusive_ptr<c10d::ProcessGroup> group,
                                  c10::intrusive_ptr<c10d::Store> store = {}, std::string store_prefix = "sparsgd");
+  // Flushes the sends still in flight (within the timeout, best effort: never throws).
   ~ProcessGroupTransport() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void barrier() override;
+  void flush() override;
   bool native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) override;
   // c10d cannot end another process's wait; a peer that exits closes its connections, which ends
   // the others' waits with an error naming it.

@@ -62,6 +62,10 @@ class Transport {
   std::size_t sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
                        std::vector<std::byte>& buffer, std::size_t max_bytes, const InFlightWork& while_in_flight = {});
   virtual void barrier() = 0;
+  // Waits until every send this rank buffered has been taken by its receiver (timeout(): a
+  // TransportError naming the peer). For transports whose sends complete in the background (the
+  // c10d transport): call it after a collective, before the process may end. Default: nothing.
+  virtual void flush() {}
 
   const TrafficCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }

@@ -16,6 +16,7 @@ class TransportWrapper : public Transport {
   void abort(const std::string& reason) noexcept override { inner_.abort(reason); }
   bool aborted() const override { return inner_.aborted(); }
   double clock_seconds() const override { return inner_.clock_seconds(); }
+  void flush() override { inner_.flush(); }
   Transport& inner() { return inner_; }
 
  protected:
