@@ -17,6 +17,7 @@
 #include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/collectives/reference.hpp"
 #include "sparsgd/core/density.hpp"
+#include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
@@ -244,6 +245,18 @@ PYBIND11_MODULE(_C, m) {
         py::arg("shared_seed") = false,
         "The serial reference of one step (for tests): (average, [residual of each worker]) from each worker's "
         "accumulated gradient (gradient + residual)");
+  m.def("aggregation_cost", [](const std::string& aggregator, int workers, std::size_t n, double density,
+                               const std::string& network) {
+    SPARSGD_ENFORCE(workers >= 1, "workers must be >= 1, got " << workers);
+    const auto cost = sim::aggregation_cost(aggregator, workers, n, aggregator == "dense" ? n : k_from_density(n, density),
+                                            transport::parse_network(network));
+    py::dict d;
+    d["seconds"] = cost.seconds;
+    d["messages"] = cost.messages;
+    d["bytes_per_worker"] = cost.bytes_per_worker;
+    return d;
+  }, py::arg("aggregator"), py::arg("workers"), py::arg("n"), py::arg("density"), py::arg("network"),
+        "The closed-form alpha-beta cost of one aggregation of n floats (k from the density) on P workers");
   m.def("compressor_names", [] { return compress::compressor_names(); });
   m.def("aggregator_names", [] { return collectives::aggregator_names(); });
 

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# PyTorch users' comparison: the same DDP training script (examples/ddp_fashion_mnist.py: the CNN of
+# `sparsgd train --model cnn`, Fashion-MNIST, SGD with momentum, batch 32 per worker, 1 epoch) with
+# DDP as it is, torch's fp16 and PowerSGD (rank 1 and 4) hooks, and the sparsgd hook (topk with
+# gtopk-rd and with allgather, density 0.01 and 0.001), plus sparsgd's DistributedOptimizer around
+# Adam; 4 processes launched by torchrun with OMP_NUM_THREADS=1, seeds 1-3, the configurations
+# interleaved within each seed so that a change in the machine's load touches all of them alike.
+# Writes docs/results/pytorch.md (and the raw JSON lines to docs/results/pytorch/runs.jsonl).
+#
+# Usage: scripts/report-pytorch.sh [--seeds "1 2 3"] [--epochs 1] [--max-iters N]   (run after scripts/setup.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seeds="1 2 3" epochs=1 max_iters=0
+while (($#)); do
+  case $1 in
+    --seeds) seeds=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --max-iters) max_iters=$2; shift 2 ;;
+    *) echo "report-pytorch: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -f build/python/sparsgd/_C.cpython-*.so ] 2>/dev/null || ls build/python/sparsgd/_C*.so >/dev/null ||
+  { echo "report-pytorch: build the Python package first (bash scripts/setup.sh)" >&2; exit 1; }
+out=docs/results/pytorch
+mkdir -p "$out"
+runs=$(mktemp -d /tmp/sparsgd-pytorch.XXXXXX)
+trap 'rm -rf "$runs"' EXIT
+configs=(
+  "ddp|--hook none"
+  "fp16|--hook fp16"
+  "powersgd-r1|--hook powersgd --powersgd-rank 1"
+  "powersgd-r4|--hook powersgd --powersgd-rank 4"
+  "sparsgd-gtopk-rd-d0.01|--hook sparsgd --aggregator gtopk-rd --density 0.01"
+  "sparsgd-gtopk-rd-d0.001|--hook sparsgd --aggregator gtopk-rd --density 0.001"
+  "sparsgd-allgather-d0.01|--hook sparsgd --aggregator allgather --density 0.01"
+  "sparsgd-allgather-d0.001|--hook sparsgd --aggregator allgather --density 0.001"
+  "adam-sparsgd-gtopk-rd-d0.01|--optimizer adam --aggregator gtopk-rd --density 0.01"
+)
+: >"$runs/all.jsonl"
+for seed in $seeds; do
+  for config in "${configs[@]}"; do
+    name=${config%%|*}
+    read -r -a flags <<<"${config#*|}"
+    echo "report-pytorch: seed $seed $name" >&2
+    OMP_NUM_THREADS=1 PYTHONPATH=build/python /usr/bin/python3 examples/torchrun.py --nproc_per_node 4 \
+      examples/ddp_fashion_mnist.py "${flags[@]}" --seed "$seed" --epochs "$epochs" --max-iters "$max_iters" \
+      --out "$runs/$name-$seed.json" >"$runs/$name-$seed.log" 2>&1 ||
+      { echo "report-pytorch: $name seed $seed failed:" >&2; tail -20 "$runs/$name-$seed.log" >&2; exit 1; }
+    /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["config"] = sys.argv[2]; print(json.dumps(d))' \
+      "$runs/$name-$seed.json" "$name" >>"$runs/all.jsonl"
+  done
+done
+cp "$runs/all.jsonl" "$out/runs.jsonl"
+/usr/bin/python3 scripts/pytorch-report.py "$out/runs.jsonl" >docs/results/pytorch.md.tmp
+mv docs/results/pytorch.md.tmp docs/results/pytorch.md
+echo "report-pytorch: wrote docs/results/pytorch.md" >&2
