@@ -73,6 +73,13 @@ def main(path):
             out.append(f"- {name}: {acc:.2f}% after this run, {abs(gap):.2f} points "
                        f"{'below' if gap > 0 else 'above'} DDP plain"
                        + (": sparsgd loses accuracy here." if gap > 1.0 else "."))
+    for r in runs:
+        if r["test_accuracy"] <= 0.15:
+            out.append(f"- {r['config']}, seed {r['seed']}: the model collapsed to chance ({100 * r['test_accuracy']:.1f}% "
+                       f"test accuracy, final training loss {r['final_train_loss']:.3f}; ln 10 = 2.303). It is counted in "
+                       f"that row's mean and spread.")
+    out.append("- Wall times on this shared 2-core machine vary by several seconds between seeds (see the spread); "
+               "read the per-seed ratios, and differences inside the spread as no difference.")
     out.append("- On loopback the network is nearly free, so what this machine measures is the cost of each "
                "hook's own work (Python, copies, selection) beside the forward and backward passes; what sparse "
                "aggregation saves shows in the bytes and the modelled columns, which is where a 1 Gbps cluster "
