@@ -133,6 +133,9 @@ void register_train(CLI::App& app) {
   cmd->add_option("--epochs", c->epochs, "epochs")->capture_default_str();
   cmd->add_option("--batch-size", c->batch_size, "batch size per worker")->capture_default_str();
   cmd->add_option("--lr", c->lr, "learning rate")->capture_default_str();
+  cmd->add_option("--optimizer", c->optimizer,
+                  "sgd (momentum SGD, the gTop-k paper's), adam or adamw (torch::optim on the averaged gradients; "
+                  "pass a smaller --lr, such as 0.001)")->capture_default_str();
   cmd->add_option("--momentum", c->momentum, "SGD momentum")->capture_default_str();
   cmd->add_flag("--nesterov", c->nesterov, "Nesterov momentum");
   cmd->add_option("--weight-decay", c->weight_decay, "weight decay")->capture_default_str();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/fault_plan.hpp"
 #include "sparsgd/torch/distributed_optimizer.hpp"
+#include "sparsgd/torch/training_optimizer.hpp"
 #include "sparsgd/torch/fashion_mnist.hpp"
 #include "sparsgd/torch/models.hpp"
 #include "sparsgd/torch/sharding.hpp"
@@ -77,6 +79,8 @@ std::string fingerprint(const TrainConfig& c, int workers) {
      << c.warmup_density << '|' << c.epochs << '|' << c.batch_size << '|' << c.lr << '|' << c.momentum << '|'
      << c.nesterov << '|' << c.weight_decay << '|' << c.warmup_epochs << '|' << c.lr_schedule << '|'
      << c.momentum_correction << '|' << c.per_layer << '|' << c.network << '|' << c.seed << '|' << workers;
+  // Runs of the momentum SGD keep the fingerprint they had before other optimizers existed.
+  if (c.optimizer != "sgd") os << '|' << c.optimizer;
   return os.str();
 }
 
@@ -322,7 +326,9 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   exchange.aggregator = c.aggregator;
   exchange.density = density_for_epoch(c, 0);
   SgdConfig sgd{c.momentum, c.nesterov, c.weight_decay, c.momentum_correction, c.per_layer, c.on_nonfinite == "skip"};
-  DistributedOptimizer optimizer(comm, parameters, names, exchange, sgd);
+  const std::unique_ptr<TrainingOptimizer> optimizer_owner =
+      make_training_optimizer(c.optimizer, comm, parameters, names, exchange, sgd);
+  TrainingOptimizer& optimizer = *optimizer_owner;
   {
     // Identical initial parameters everywhere: rank 0's. Setup, not training: not on the clock.
     std::vector<float> values(optimizer.size());
@@ -339,6 +345,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   TrainSummary summary;
   summary.model = c.model;
   summary.compressor = c.compressor;
+  summary.optimizer = c.optimizer;
   summary.aggregator = c.aggregator;
   summary.network = network.name;
   summary.r_factor = c.compressor == "rtopk" ? c.r_factor : 0.0;
@@ -364,13 +371,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     SPARSGD_ENFORCE_EQ(values.size(), optimizer.size(), "checkpoint parameters do not fit the model");
     optimizer.flat().scatter_values(values);
     buffers.scatter_values(ckpt.float_section("buffers"));
-    optimizer.velocity() = ckpt.float_section("velocity");
-    optimizer.local_velocity() = ckpt.float_section("local_velocity");
-    std::vector<std::vector<float>> residuals;
-    for (std::size_t i = 0; ckpt.floats.count("residual-" + std::to_string(i)) > 0; ++i) {
-      residuals.push_back(ckpt.float_section("residual-" + std::to_string(i)));
-    }
-    optimizer.set_residuals(residuals);
+    optimizer.load(ckpt);
     const auto& position = ckpt.integer_section("position");
     SPARSGD_ENFORCE_EQ(position.size(), std::size_t{4}, "checkpoint position is malformed");
     start_epoch = static_cast<int>(position[0]);
@@ -411,10 +412,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     std::vector<float> buffer_values(buffers.size());
     buffers.gather_values(buffer_values);
     ckpt.floats["buffers"] = std::move(buffer_values);
-    ckpt.floats["velocity"] = optimizer.velocity();
-    ckpt.floats["local_velocity"] = optimizer.local_velocity();
-    const auto residuals = optimizer.residuals();
-    for (std::size_t i = 0; i < residuals.size(); ++i) ckpt.floats["residual-" + std::to_string(i)] = residuals[i];
+    optimizer.save(ckpt);
     ckpt.integers["position"] = {static_cast<std::uint64_t>(epoch), next_iteration, step, bytes_total};
     ckpt.doubles["totals"] = {epoch_loss_sum,
                               epoch_batches,
@@ -587,6 +585,11 @@ void validate(const TrainConfig& c) {
   collectives::make_aggregator(c.aggregator);
   validate_density(c.density);
   if (c.warmup_density != 0.0) validate_density(c.warmup_density);
+  const auto& optimizers = training_optimizer_names();
+  SPARSGD_ENFORCE(std::find(optimizers.begin(), optimizers.end(), c.optimizer) != optimizers.end(),
+                  "unknown --optimizer '" << c.optimizer << "' (expected sgd, adam or adamw)");
+  SPARSGD_ENFORCE(c.optimizer == "sgd" || (!c.momentum_correction && !c.nesterov),
+                  "--momentum-correction and --nesterov belong to --optimizer sgd, not " << c.optimizer);
   SPARSGD_ENFORCE(c.epochs >= 1, "--epochs must be at least 1, got " << c.epochs);
   SPARSGD_ENFORCE(c.batch_size >= 1, "--batch-size must be at least 1, got " << c.batch_size);
   SPARSGD_ENFORCE(std::isfinite(c.lr) && c.lr > 0.0, "--lr must be a positive number, got " << c.lr);
@@ -631,6 +634,7 @@ std::string to_json(const TrainSummary& s) {
       {"method", compressor + "+" + s.aggregator},
       {"r_factor", s.r_factor},
       {"model", s.model},
+      {"optimizer", s.optimizer},
       {"parameters", s.parameters},
       {"compressor", s.compressor},
       {"aggregator", s.aggregator},

@@ -113,3 +113,15 @@ def test_network_model_reports_the_exchange_time_on_the_papers_cluster(run_worke
         model_s = 2 * 0.436e-3 + stats["bytes_sent"] * 9e-9
         assert stats["exchanges"] == 1 and stats["messages_sent"] == 2
         assert model_s <= stats["network_s"] < model_s + 0.05, stats
+
+
+def empty_bucket_worker(rank, world_size):
+    state = st.HookState(density=0.1)
+    empty = torch.empty(0)
+    out = state._average(0, empty, [])
+    return out.numel(), len(state._buckets)
+
+
+def test_an_empty_bucket_is_returned_as_it_is(run_workers):
+    for numel, buckets in all_ok(run_workers(2, empty_bucket_worker)):
+        assert numel == 0 and buckets == 0

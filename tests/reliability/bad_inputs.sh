@@ -60,6 +60,8 @@ if with_torch; then
   reject train_unknown_model "unknown model 'vgg'" train --model vgg
   reject train_unknown_compressor "unknown compressor 'zip'" train --compressor zip
   reject train_unknown_aggregator "unknown aggregator 'tree'" train --aggregator tree
+  reject train_unknown_optimizer "unknown --optimizer 'rmsprop'" train --optimizer rmsprop
+  reject train_adam_momentum_correction '--momentum-correction and --nesterov belong to --optimizer sgd' train --optimizer adam --momentum-correction
   reject train_batch_zero '--batch-size must be at least 1' train --batch-size 0
   reject train_negative_lr '--lr must be a positive number' train --lr -0.1
   reject train_nan_lr '--lr must be a positive number' train --lr nan

@@ -78,6 +78,41 @@ TEST(Trainer, ResumeEqualsUninterruptedRunBitForBit) {
   std::filesystem::remove_all(dir);
 }
 
+// --optimizer adam and adamw: torch::optim on the averaged gradients learns, and its moments and step
+// counts survive a checkpoint: a resumed run ends bit for bit where the uninterrupted one does.
+TEST(Trainer, AdamAndAdamWLearnAndResumeBitForBit) {
+  for (const std::string optimizer : {"adam", "adamw"}) {
+    SCOPED_TRACE(optimizer);
+    const auto dir = temp_dir("resume-" + optimizer);
+    TrainConfig whole = small_run();
+    whole.optimizer = optimizer;
+    whole.lr = 0.002;
+    whole.max_iters = 120;
+    whole.out_dir = (dir / "whole").string();
+    whole.checkpoint_every = 50;
+    const TrainSummary uninterrupted = train(whole);
+    EXPECT_GT(uninterrupted.final_test_accuracy, 0.65);  // chance is 0.10
+    TrainConfig resumed = whole;
+    resumed.resume_dir = whole.out_dir;  // its latest checkpoint: iteration 100
+    resumed.out_dir = (dir / "resumed").string();
+    const TrainSummary continued = train(resumed);
+    EXPECT_TRUE(continued.resumed);
+    EXPECT_EQ(continued.final_train_loss, uninterrupted.final_train_loss);
+    EXPECT_EQ(continued.final_test_accuracy, uninterrupted.final_test_accuracy);
+    // A checkpoint of another optimizer is another run.
+    TrainConfig other = resumed;
+    other.optimizer = optimizer == "adam" ? "sgd" : "adam";
+    EXPECT_THROW(train(other), InvalidArgument);
+    std::filesystem::remove_all(dir);
+  }
+  TrainConfig bad = small_run();
+  bad.optimizer = "adam";
+  bad.momentum_correction = true;
+  EXPECT_THROW(validate(bad), InvalidArgument);
+  bad.optimizer = "rmsprop";
+  EXPECT_THROW(validate(bad), InvalidArgument);
+}
+
 // Reads the lr and density columns of metrics.csv.
 std::vector<std::pair<double, double>> lr_and_density(const std::filesystem::path& csv) {
   std::ifstream in(csv);

@@ -60,6 +60,8 @@ class DistributedOptimizer {
   // residuals (one per exchange: one, or one per layer).
   std::vector<float>& velocity() { return velocity_; }
   std::vector<float>& local_velocity() { return local_velocity_; }
+  const std::vector<float>& velocity() const { return velocity_; }
+  const std::vector<float>& local_velocity() const { return local_velocity_; }
   std::vector<std::vector<float>> residuals() const { return averager_.residuals(); }
   void set_residuals(const std::vector<std::vector<float>>& residuals) { averager_.set_residuals(residuals); }
 

@@ -48,7 +48,8 @@ class GradientAverager {
   StepStats check_finite(std::span<const float> gradient, std::uint64_t iteration);
 
   // Collective. Exchanges `input` (n floats, with error feedback) and writes the average over the
-  // workers into `average` (n floats; entries that nobody's selection carried are 0).
+  // workers into `average` (n floats, not overlapping `input`; entries that nobody's selection
+  // carried are 0).
   StepStats average(std::span<const float> input, std::span<float> average, std::uint64_t iteration);
 
   std::size_t size() const { return n_; }

@@ -43,6 +43,8 @@ class GradientSynchronizer {
   void broadcast_parameters();
 
   std::size_t size() const { return flat_.size(); }
+  FlatParameters& flat() { return flat_; }
+  const FlatParameters& flat() const { return flat_; }
   GradientAverager& averager() { return averager_; }
   const GradientAverager& averager() const { return averager_; }
 

@@ -22,6 +22,7 @@ struct TrainConfig {
   int epochs = 1;
   int batch_size = 32;             // per worker
   double lr = 0.05;
+  std::string optimizer = "sgd";    // sgd (momentum SGD below), adam, adamw (torch::optim)
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 1e-4;
@@ -75,6 +76,7 @@ struct IterationRecord {
 
 struct TrainSummary {
   std::string model, compressor, aggregator, network;
+  std::string optimizer = "sgd";
   double r_factor = 0.0;  // rtopk only
   std::int64_t parameters = 0;
   int workers = 0;
