@@ -7,21 +7,26 @@
 # interleaved within each seed so that a change in the machine's load touches all of them alike.
 # Writes docs/results/pytorch.md (and the raw JSON lines to docs/results/pytorch/runs.jsonl).
 #
-# Usage: scripts/report-pytorch.sh [--seeds "1 2 3"] [--epochs 1] [--max-iters N]   (run after scripts/setup.sh)
+# Usage: scripts/report-pytorch.sh [--seeds "1 2 3"] [--epochs 1] [--max-iters N] [--configs "ddp sparsgd-gtopk-rd-d0.01"]
+#        [--name pytorch]   (run after scripts/setup.sh; --name NAME writes docs/results/NAME.md and docs/results/NAME/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seeds="1 2 3" epochs=1 max_iters=0
+seeds="1 2 3" epochs=1 max_iters=0 only="" name=pytorch
 while (($#)); do
   case $1 in
     --seeds) seeds=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --max-iters) max_iters=$2; shift 2 ;;
+    --configs) only=$2; shift 2 ;;
+    --name)
+      name=$2; shift 2
+      [[ $name =~ ^[A-Za-z0-9_-]+$ ]] || { echo "report-pytorch: --name takes letters, digits, - and _" >&2; exit 2; } ;;
     *) echo "report-pytorch: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [ -f build/python/sparsgd/_C.cpython-*.so ] 2>/dev/null || ls build/python/sparsgd/_C*.so >/dev/null ||
   { echo "report-pytorch: build the Python package first (bash scripts/setup.sh)" >&2; exit 1; }
-out=docs/results/pytorch
+out=docs/results/$name
 mkdir -p "$out"
 runs=$(mktemp -d /tmp/sparsgd-pytorch.XXXXXX)
 trap 'rm -rf "$runs"' EXIT
@@ -39,18 +44,20 @@ configs=(
 : >"$runs/all.jsonl"
 for seed in $seeds; do
   for config in "${configs[@]}"; do
-    name=${config%%|*}
+    config_name=${config%%|*}
+    if [ -n "$only" ] && [[ " $only " != *" $config_name "* ]]; then continue; fi
     read -r -a flags <<<"${config#*|}"
-    echo "report-pytorch: seed $seed $name" >&2
+    echo "report-pytorch: seed $seed $config_name" >&2
     OMP_NUM_THREADS=1 PYTHONPATH=build/python /usr/bin/python3 examples/torchrun.py --nproc_per_node 4 \
       examples/ddp_fashion_mnist.py "${flags[@]}" --seed "$seed" --epochs "$epochs" --max-iters "$max_iters" \
-      --out "$runs/$name-$seed.json" >"$runs/$name-$seed.log" 2>&1 ||
-      { echo "report-pytorch: $name seed $seed failed:" >&2; tail -20 "$runs/$name-$seed.log" >&2; exit 1; }
+      --out "$runs/$config_name-$seed.json" >"$runs/$config_name-$seed.log" 2>&1 ||
+      { echo "report-pytorch: $config_name seed $seed failed:" >&2; tail -20 "$runs/$config_name-$seed.log" >&2; exit 1; }
     /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["config"] = sys.argv[2]; print(json.dumps(d))' \
-      "$runs/$name-$seed.json" "$name" >>"$runs/all.jsonl"
+      "$runs/$config_name-$seed.json" "$config_name" >>"$runs/all.jsonl"
   done
 done
 cp "$runs/all.jsonl" "$out/runs.jsonl"
-/usr/bin/python3 scripts/pytorch-report.py "$out/runs.jsonl" >docs/results/pytorch.md.tmp
-mv docs/results/pytorch.md.tmp docs/results/pytorch.md
-echo "report-pytorch: wrote docs/results/pytorch.md" >&2
+[ -s "$runs/all.jsonl" ] || { echo "report-pytorch: no configuration matched --configs '$only'" >&2; exit 2; }
+/usr/bin/python3 scripts/pytorch-report.py "$out/runs.jsonl" >"docs/results/$name.md.tmp"
+mv "docs/results/$name.md.tmp" "docs/results/$name.md"
+echo "report-pytorch: wrote docs/results/$name.md" >&2
