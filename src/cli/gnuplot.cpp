@@ -65,8 +65,6 @@ std::string find_on_path(const std::string& name) {
 
 }  // namespace
 
-bool gnuplot_available() { return !find_on_path("gnuplot").empty(); }
-
 void run_gnuplot(const fs::path& dir, const std::string& script_name, const std::string& script,
                  const std::string& log_name, const std::vector<std::string>& expected_outputs) {
   const std::string gnuplot = find_on_path("gnuplot");

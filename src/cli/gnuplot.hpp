@@ -25,12 +25,10 @@ std::string gnuplot_text_literal(std::string_view text);
 // as NaN (gnuplot skips the point). `name` must be a program constant ([A-Za-z0-9_]).
 std::string gnuplot_datablock(std::string_view name, const std::vector<std::vector<double>>& rows);
 
-// True if a `gnuplot` executable is on PATH (looked up directly, no shell).
-bool gnuplot_available();
-
-// Writes `script` to dir/script_name (checked), then runs `gnuplot script_name` with dir as its
-// working directory and its output to dir/log_name. Throws Error naming the file and the reason if
-// a write fails, gnuplot cannot be started, or it exits non-zero; then also checks that each of
+// Writes `script` to dir/script_name (checked), then runs `gnuplot script_name` (found on PATH,
+// without a shell) with dir as its working directory and its output to dir/log_name. Throws Error
+// naming the file and the reason if gnuplot is not installed, a write fails, gnuplot cannot be
+// started, or it exits non-zero; then also checks that each of
 // `expected_outputs` (names in dir) exists and is not empty.
 void run_gnuplot(const std::filesystem::path& dir, const std::string& script_name, const std::string& script,
                  const std::string& log_name, const std::vector<std::string>& expected_outputs);

@@ -81,7 +81,6 @@ std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, c
       throw InvalidArgument("'" + dir + "' is not a training run directory (no epochs.csv)");
     }
   }
-  if (!gnuplot_available()) throw Error("gnuplot is not installed (install it with: apt-get install gnuplot-nox)");
   fs::create_directories(out_dir);
   struct Plot {
     std::string file, title, xlabel, ylabel, csv;
