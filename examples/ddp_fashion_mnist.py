@@ -17,6 +17,10 @@ as `sparsgd train` does. Launch one process per worker:
 --hook sparsgd   the two lines sparsgd adds:
                      state = sparsgd.torch.HookState(compressor=..., aggregator=..., density=...)
                      ddp.register_comm_hook(state, sparsgd.torch.hook)
+--momentum-correction  with --hook sparsgd: DGC's momentum correction in the hook
+                 (HookState(momentum_correction=--momentum)): each worker's velocity is what gets
+                 sparsified, and SGD then steps without momentum of its own (same lr, momentum
+                 and weight decay, applied in another place).
 --optimizer adam|adamw  no DDP: the model's gradients go through sparsgd.torch.DistributedOptimizer
                  (with the sparsgd options), which wraps torch.optim.Adam/AdamW.
 
@@ -83,6 +87,8 @@ def parse_args():
     p.add_argument("--aggregator", default="gtopk-rd")
     p.add_argument("--density", type=float, default=0.01)
     p.add_argument("--r-factor", type=float, default=4.0)
+    p.add_argument("--momentum-correction", action="store_true",
+                   help="sparsgd hook: DGC momentum correction (the hook applies --momentum; SGD none)")
     p.add_argument("--network", default="none", help="network model for sparsgd's own clock (network_s)")
     p.add_argument("--model-network", default="paper-1gbe", help="network of the modelled time per iteration")
     p.add_argument("--epochs", type=int, default=1)
@@ -97,6 +103,8 @@ def parse_args():
     args = p.parse_args()
     if args.optimizer != "sgd" and args.hook not in ("sparsgd", "none"):
         p.error("--optimizer adam/adamw steps through sparsgd's DistributedOptimizer (no DDP hook)")
+    if args.momentum_correction and (args.hook != "sparsgd" or args.optimizer != "sgd"):
+        p.error("--momentum-correction belongs to --hook sparsgd with --optimizer sgd")
     if args.batch_size < 1 or args.epochs < 1 or args.max_iters < 0 or args.powersgd_rank < 1:
         p.error("--batch-size, --epochs and --powersgd-rank must be >= 1, --max-iters >= 0")
     if args.lr is None:
@@ -145,9 +153,12 @@ def main():
                                                       start_powerSGD_iter=2, random_seed=args.seed)
             net.register_comm_hook(power_state, powerSGD_hook.powerSGD_hook)
         elif args.hook == "sparsgd":
-            state = sparsgd.torch.HookState(**sparsgd_options)
+            state = sparsgd.torch.HookState(
+                momentum_correction=args.momentum if args.momentum_correction else 0.0, **sparsgd_options)
             net.register_comm_hook(state, sparsgd.torch.hook)
-        optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
+        # With momentum correction the hook returns the averaged velocity: no second momentum.
+        optimizer = torch.optim.SGD(net.parameters(), lr=args.lr,
+                                    momentum=0.0 if args.momentum_correction else args.momentum,
                                     weight_decay=args.weight_decay)
 
     shard = len(train_x) // world
@@ -228,6 +239,7 @@ def main():
         "compressor": args.compressor if args.hook == "sparsgd" or args.optimizer != "sgd" else None,
         "aggregator": args.aggregator if args.hook == "sparsgd" or args.optimizer != "sgd" else None,
         "density": args.density if args.hook == "sparsgd" or args.optimizer != "sgd" else None,
+        "momentum_correction": args.momentum_correction,
         "powersgd_rank": args.powersgd_rank if args.hook == "powersgd" else None,
         "workers": world, "seed": args.seed, "epochs": args.epochs, "iterations": steps, "parameters": n,
         "wall_s": max(walls), "test_accuracy": correct.item() / len(test_x),

@@ -123,9 +123,10 @@ void set_residual_tensors(torch_layer::GradientAverager& averager, const std::ve
 class FlatAverager {
  public:
   FlatAverager(std::shared_ptr<Handle> handle, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
-               const collectives::ExchangeConfig& config, bool skip_nonfinite)
+               const collectives::ExchangeConfig& config, bool skip_nonfinite, double momentum_correction)
       : handle_(std::move(handle)),
-        averager_(*handle_->transport, segments_of(sizes), std::move(names), config, false, skip_nonfinite) {}
+        averager_(*handle_->transport, segments_of(sizes), std::move(names), config, false, skip_nonfinite,
+                  momentum_correction) {}
 
   py::dict average(const torch::Tensor& input, const torch::Tensor& output, std::uint64_t iteration,
                    bool align_clocks) {
@@ -202,15 +203,21 @@ py::tuple reference_average(const std::string& compressor, const std::string& ag
   } else {
     for (std::size_t j = 0; j < want.sum.size(); ++j) out[want.sum.indices[j]] = want.sum.values[j] / workers;
   }
-  py::list residuals;
+  py::list residuals, consumed;
   for (std::size_t w = 0; w < accs.size(); ++w) {
     float* r = contiguous[w].data_ptr<float>();
+    torch::Tensor mask = torch::zeros({static_cast<std::int64_t>(n)}, torch::kBool);
+    bool* m = mask.data_ptr<bool>();
     for (std::size_t e = 0; e < selections[w].size(); ++e) {
-      if (want.consumed[w][e]) r[selections[w].indices[e]] = 0.0f;
+      if (want.consumed[w][e]) {
+        r[selections[w].indices[e]] = 0.0f;
+        m[selections[w].indices[e]] = true;
+      }
     }
     residuals.append(contiguous[w]);
+    consumed.append(mask);
   }
-  return py::make_tuple(average, residuals);
+  return py::make_tuple(average, residuals, consumed);
 }
 
 }  // namespace
@@ -243,8 +250,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("reference_average", &reference_average, py::arg("compressor"), py::arg("aggregator"), py::arg("density"),
         py::arg("accs"), py::arg("iteration"), py::arg("r_factor") = 4.0, py::arg("seed") = 0,
         py::arg("shared_seed") = false,
-        "The serial reference of one step (for tests): (average, [residual of each worker]) from each worker's "
-        "accumulated gradient (gradient + residual)");
+        "The serial reference of one step (for tests): (average, [residual of each worker], [mask of the entries "
+        "each worker sent that the sum consumed]) from each worker's accumulated gradient (gradient + residual)");
   m.def("aggregation_cost", [](const std::string& aggregator, int workers, std::size_t n, double density,
                                const std::string& network) {
     SPARSGD_ENFORCE(workers >= 1, "workers must be >= 1, got " << workers);
@@ -319,14 +326,16 @@ PYBIND11_MODULE(_C, m) {
   py::class_<FlatAverager>(m, "FlatAverager", "Error feedback + compression + aggregation of a flat buffer, averaged")
       .def(py::init([](std::shared_ptr<Handle> h, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
                        const std::string& compressor, const std::string& aggregator, double density, double r_factor,
-                       std::uint64_t seed, bool shared_seed, bool skip_nonfinite) {
+                       std::uint64_t seed, bool shared_seed, bool skip_nonfinite, double momentum_correction) {
              return std::make_unique<FlatAverager>(std::move(h), sizes, std::move(names),
                                                    exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed),
-                                                   skip_nonfinite);
+                                                   skip_nonfinite, momentum_correction);
            }),
            py::arg("transport"), py::arg("sizes"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
-           py::arg("skip_nonfinite") = false)
+           py::arg("skip_nonfinite") = false, py::arg("momentum_correction") = 0.0,
+           "momentum_correction > 0: DGC's momentum correction with that momentum (each worker's velocity is "
+           "exchanged; apply the average without further momentum)")
       .def("average", &FlatAverager::average, py::arg("input"), py::arg("output"), py::arg("iteration"),
            py::arg("align_clocks") = true,
            "Collective: writes the average over the workers of `input` into `output`; returns the step's statistics "
@@ -334,7 +343,16 @@ PYBIND11_MODULE(_C, m) {
       .def("set_density", [](FlatAverager& a, double d) { a.averager().set_density(d); })
       .def_property_readonly("size", [](FlatAverager& a) { return a.averager().size(); })
       .def("residuals", [](FlatAverager& a) { return residual_tensors(a.averager()); })
-      .def("set_residuals", [](FlatAverager& a, const std::vector<torch::Tensor>& r) { set_residual_tensors(a.averager(), r); });
+      .def("set_residuals", [](FlatAverager& a, const std::vector<torch::Tensor>& r) { set_residual_tensors(a.averager(), r); })
+      .def("local_velocity", [](FlatAverager& a) {
+        const auto& v = a.averager().local_velocity();
+        return torch::from_blob(const_cast<float*>(v.data()), {static_cast<std::int64_t>(v.size())}).clone();
+      }, "This worker's velocity (momentum correction; empty without)")
+      .def("set_local_velocity", [](FlatAverager& a, const torch::Tensor& t) {
+        const auto c = t.detach().to(torch::kFloat32).contiguous();
+        const auto span = float_span(c, "a velocity");
+        a.averager().set_local_velocity(std::vector<float>(span.begin(), span.end()));
+      });
 
   py::class_<Synchronizer>(m, "GradientSynchronizer",
                            "After backward: the average of every parameter's gradient written into its .grad")

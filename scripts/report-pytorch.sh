@@ -39,6 +39,10 @@ configs=(
   "sparsgd-gtopk-rd-d0.001|--hook sparsgd --aggregator gtopk-rd --density 0.001"
   "sparsgd-allgather-d0.01|--hook sparsgd --aggregator allgather --density 0.01"
   "sparsgd-allgather-d0.001|--hook sparsgd --aggregator allgather --density 0.001"
+  "sparsgd-gtopk-rd-d0.01-mc|--hook sparsgd --aggregator gtopk-rd --density 0.01 --momentum-correction"
+  "sparsgd-gtopk-rd-d0.001-mc|--hook sparsgd --aggregator gtopk-rd --density 0.001 --momentum-correction"
+  "sparsgd-allgather-d0.01-mc|--hook sparsgd --aggregator allgather --density 0.01 --momentum-correction"
+  "sparsgd-allgather-d0.001-mc|--hook sparsgd --aggregator allgather --density 0.001 --momentum-correction"
   "adam-sparsgd-gtopk-rd-d0.01|--optimizer adam --aggregator gtopk-rd --density 0.01"
 )
 : >"$runs/all.jsonl"

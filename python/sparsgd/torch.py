@@ -145,15 +145,29 @@ class HookState:
     'skip': every rank zeroes that bucket and ``last_step['skipped']`` is True, so the training
     loop should not step). ``module`` (optional) names parameters in errors.
 
+    momentum_correction (DGC, Lin et al. 2018): 0 (off), or the momentum m in (0, 1). Each worker
+    then keeps its own velocity u = m u + g per bucket, error feedback accumulates u instead of the
+    raw gradient, and what was sent and summed also leaves u (momentum factor masking). The hook
+    returns the averaged velocity, so the optimizer must NOT add momentum again: step
+    ``torch.optim.SGD(params, lr, momentum=0, weight_decay=...)``. With top-k at density 0.01 this
+    is what keeps a one-epoch run within a point of dense SGD with momentum (docs/results/pytorch.md);
+    without it, momentum acts on the sparse sum and stale residuals, and accuracy drops.
+
     Creating it is collective: every rank checks that all ranks passed the same options.
     ``last_step`` holds the statistics of the last complete step (bytes_sent, messages_sent,
     selected, compress_s, aggregate_s, network_s, exchanges, skipped).
     """
 
     def __init__(self, process_group=None, compressor="topk", aggregator="gtopk-rd", density=0.01, r_factor=4.0,
-                 seed=0, shared_seed=None, network="none", timeout_ms=60000, on_nonfinite="stop", module=None):
+                 seed=0, shared_seed=None, network="none", timeout_ms=60000, on_nonfinite="stop", module=None,
+                 momentum_correction=0.0):
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
                                 on_nonfinite)
+        if isinstance(momentum_correction, bool) or not isinstance(momentum_correction, (int, float)) \
+                or not math.isfinite(momentum_correction) or not 0.0 <= momentum_correction < 1.0:
+            raise ValueError(f"sparsgd: momentum_correction must be a number in [0, 1) (0: off), "
+                             f"got {momentum_correction!r}")
+        self.options["momentum_correction"] = float(momentum_correction)
         self.transport = _transport(process_group, self.options)
         self.rank = self.transport.rank
         self.world_size = self.transport.size
@@ -162,7 +176,7 @@ class HookState:
         self.last_step = None
         self._step = _StepTotals()
         self._buckets = {}
-        self._spilled = {}  # parameter -> its residual, between a bucket rebuild and the new bucket
+        self._spilled = {}  # parameter -> (residual, velocity), between a bucket rebuild and the new bucket
         self._names = {}
         if module is not None:
             self._names = {p.data_ptr(): name for name, p in module.named_parameters()}
@@ -177,21 +191,28 @@ class HookState:
         bucket = self._buckets.get(index)
         if bucket is not None and bucket.key == key:
             return bucket
-        # DDP rebuilds its buckets after the first iteration: the residuals follow their parameters.
+        # DDP rebuilds its buckets after the first iteration: the residuals (and the velocities of
+        # momentum correction) follow their parameters.
         new = set(key)
+        momentum = self.options["momentum_correction"]
         for i, old in list(self._buckets.items()):
             if i == index or new & set(old.key):
                 residual = old.averager.residuals()[0]
-                for (k, n), part in zip(old.key, torch.split(residual, [n for _, n in old.key])):
-                    self._spilled[(k, n)] = part
+                velocity = old.averager.local_velocity() if momentum else torch.zeros_like(residual)
+                sizes = [n for _, n in old.key]
+                for (k, n), r, v in zip(old.key, torch.split(residual, sizes), torch.split(velocity, sizes)):
+                    self._spilled[(k, n)] = (r, v)
                 del self._buckets[i]
         names = [self._name(index, i, p) for i, p in enumerate(parameters)] if len(key) == len(parameters) \
             else [f"bucket {index}"]
         averager = _C.FlatAverager(self.transport, [n for _, n in key], names,
                                    skip_nonfinite=self.options["on_nonfinite"] == "skip",
-                                   **_exchange_kwargs(self.options))
+                                   momentum_correction=momentum, **_exchange_kwargs(self.options))
         if any(k in self._spilled for k in key):
-            averager.set_residuals([torch.cat([self._spilled.pop(k, torch.zeros(k[1])) for k in key])])
+            parts = [self._spilled.pop(k, (torch.zeros(k[1]), torch.zeros(k[1]))) for k in key]
+            averager.set_residuals([torch.cat([r for r, _ in parts])])
+            if momentum:
+                averager.set_local_velocity(torch.cat([v for _, v in parts]))
         bucket = _Bucket(key, averager, size)
         self._buckets[index] = bucket
         return bucket

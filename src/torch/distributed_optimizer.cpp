@@ -24,12 +24,12 @@ DistributedOptimizer::DistributedOptimizer(transport::Transport& transport, std:
     : transport_(transport),
       flat_(std::move(parameters)),
       sgd_(validated(sgd)),
-      averager_(transport, flat_.layer_ranges(), std::move(names), exchange, sgd.per_layer, sgd.skip_nonfinite) {
+      averager_(transport, flat_.layer_ranges(), std::move(names), exchange, sgd.per_layer, sgd.skip_nonfinite,
+                sgd.momentum_correction ? sgd.momentum : 0.0) {
   const std::size_t n = flat_.size();
   gradient_.resize(n);
   parameters_.resize(n);
   velocity_.assign(n, 0.0f);
-  local_velocity_.assign(sgd.momentum_correction ? n : 0, 0.0f);
   average_.resize(n);
 }
 
@@ -48,23 +48,11 @@ StepStats DistributedOptimizer::step(std::uint64_t iteration, double lr) {
   const auto mu = static_cast<float>(sgd_.momentum);
   const auto wd = static_cast<float>(sgd_.weight_decay);
 
-  const float* input = gradient_.data();
   if (sgd_.momentum_correction) {
-    for (std::size_t i = 0; i < n; ++i) local_velocity_[i] = mu * local_velocity_[i] + gradient_[i] + wd * parameters_[i];
-    input = local_velocity_.data();
+    // DGC adds the weight decay to the gradient before the worker's own momentum (the averager's).
+    for (std::size_t i = 0; i < n; ++i) gradient_[i] += wd * parameters_[i];
   }
-  const StepStats stats = averager_.average(std::span<const float>(input, n), average_, iteration);
-  if (sgd_.momentum_correction) {
-    // Momentum factor masking: what left the residual also leaves the local velocity.
-    for (std::size_t e = 0; e < averager_.exchange_count(); ++e) {
-      const std::size_t begin = averager_.exchange_range(e).first;
-      const SparseVector& sent = averager_.exchange(e).last_selection();
-      const auto& consumed = averager_.last_result(e).consumed;
-      for (std::size_t j = 0; j < sent.size(); ++j) {
-        if (consumed[j]) local_velocity_[begin + sent.indices[j]] = 0.0f;
-      }
-    }
-  }
+  const StepStats stats = averager_.average(gradient_, average_, iteration);
 
   const auto rate = static_cast<float>(lr);
   if (sgd_.momentum_correction) {

@@ -10,12 +10,16 @@
 namespace sparsgd::torch_layer {
 
 GradientAverager::GradientAverager(transport::Transport& transport, Segments segments, std::vector<std::string> names,
-                                   const collectives::ExchangeConfig& exchange, bool per_segment, bool skip_nonfinite)
+                                   const collectives::ExchangeConfig& exchange, bool per_segment, bool skip_nonfinite,
+                                   double momentum_correction)
     : transport_(transport),
       segments_(std::move(segments)),
       names_(std::move(names)),
       skip_nonfinite_(skip_nonfinite),
-      density_(exchange.density) {
+      density_(exchange.density),
+      momentum_(momentum_correction) {
+  SPARSGD_ENFORCE(std::isfinite(momentum_) && momentum_ >= 0.0 && momentum_ < 1.0,
+                  "momentum correction's momentum must be in [0, 1), got " << momentum_);
   for (const auto& [begin, end] : segments_) {
     SPARSGD_ENFORCE(begin == n_ && end >= begin, "segments must tile the buffer in order: [" << begin << ", " << end
                                                                                              << ") after " << n_);
@@ -29,6 +33,7 @@ GradientAverager::GradientAverager(transport::Transport& transport, Segments seg
     exchanges_.push_back(std::make_unique<collectives::GradientExchange>(transport, end - begin, exchange));
   }
   last_results_.assign(exchanges_.size(), nullptr);
+  if (momentum_ > 0.0) velocity_.assign(n_, 0.0f);
 }
 
 void GradientAverager::set_density(double density) {
@@ -78,11 +83,25 @@ StepStats GradientAverager::average(std::span<const float> input, std::span<floa
   StepStats stats;
   const transport::TrafficCounters before = transport_.counters();
   std::fill(average.begin(), average.end(), 0.0f);
+  if (momentum_ > 0.0) {
+    SPARSGD_ENFORCE_EQ(velocity_.size(), n_, "local velocity length");
+    const auto m = static_cast<float>(momentum_);
+    for (std::size_t i = 0; i < n_; ++i) velocity_[i] = m * velocity_[i] + input[i];
+    input = velocity_;
+  }
   for (std::size_t e = 0; e < exchanges_.size(); ++e) {
     const auto [begin, end] = exchange_ranges_[e];
     collectives::GradientExchange& exchange = *exchanges_[e];
     const collectives::Aggregation& result = exchange.exchange(input.subspan(begin, end - begin), iteration);
     last_results_[e] = &result;
+    if (momentum_ > 0.0) {
+      // Momentum factor masking: what left the residual also leaves the velocity, or it would be
+      // sent again, amplified, at the next steps.
+      const SparseVector& sent = exchange.last_selection();
+      for (std::size_t j = 0; j < sent.size(); ++j) {
+        if (result.consumed[j]) velocity_[begin + sent.indices[j]] = 0.0f;
+      }
+    }
     // The aggregators return the SUM; the one division by P is here.
     if (result.dense) {
       for (std::size_t i = 0; i < result.dense_sum.size(); ++i) average[begin + i] = result.dense_sum[i] / workers;
@@ -99,6 +118,14 @@ StepStats GradientAverager::average(std::span<const float> input, std::span<floa
   stats.bytes_sent = transport_.counters().bytes_sent - before.bytes_sent;
   stats.messages_sent = transport_.counters().messages_sent - before.messages_sent;
   return stats;
+}
+
+void GradientAverager::set_local_velocity(const std::vector<float>& velocity) {
+  SPARSGD_ENFORCE(velocity.size() == velocity_.size(),
+                  "the local velocity has " << velocity.size() << " values, expected " << velocity_.size()
+                                            << (momentum_ > 0.0 ? " (one per model parameter)"
+                                                                : " (no momentum correction)"));
+  velocity_ = velocity;
 }
 
 std::vector<std::vector<float>> GradientAverager::residuals() const {

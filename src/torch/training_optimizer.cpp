@@ -39,7 +39,7 @@ class MomentumSgd final : public TrainingOptimizer {
   }
   void load(const Checkpoint& checkpoint) override {
     optimizer_.velocity() = checkpoint.float_section("velocity");
-    optimizer_.local_velocity() = checkpoint.float_section("local_velocity");
+    optimizer_.set_local_velocity(checkpoint.float_section("local_velocity"));
     SPARSGD_ENFORCE_EQ(optimizer_.velocity().size(), optimizer_.size(), "checkpoint velocity does not fit the model");
     optimizer_.set_residuals(load_residuals(checkpoint));
   }

@@ -29,18 +29,18 @@ def local_gradients(model, rank, step):
     return [g.detach().clone() for g in torch.autograd.grad(loss, list(model.parameters()))]
 
 
-def hook_residuals(state, params):
-    """Each parameter's residual (zeros where no bucket holds one yet)."""
+def hook_residuals(state, params, what="residual"):
+    """Each parameter's residual, or velocity (momentum correction), zeros where no bucket holds one yet."""
     index = {p.data_ptr(): i for i, p in enumerate(params)}
     out = [torch.zeros(p.numel()) for p in params]
     for bucket in state._buckets.values():
-        residual = bucket.averager.residuals()[0]
-        for (ptr, n), part in zip(bucket.key, torch.split(residual, [n for _, n in bucket.key])):
+        kept = bucket.averager.residuals()[0] if what == "residual" else bucket.averager.local_velocity()
+        for (ptr, n), part in zip(bucket.key, torch.split(kept, [n for _, n in bucket.key])):
             out[index[ptr]] = part.clone()
     return out
 
 
-def hook_worker(rank, world_size, compressor, aggregator, density):
+def hook_worker(rank, world_size, compressor, aggregator, density, momentum_correction=0.0):
     import sparsgd.torch as st
     model = make_model()
     params = list(model.parameters())
@@ -48,11 +48,13 @@ def hook_worker(rank, world_size, compressor, aggregator, density):
     # (DDP starts with one bucket, then rebuilds them in backward order: [3, 21], [7, 280], [40, 960].)
     torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 64
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
-    state = st.HookState(compressor=compressor, aggregator=aggregator, density=density, seed=3)
+    state = st.HookState(compressor=compressor, aggregator=aggregator, density=density, seed=3,
+                         momentum_correction=momentum_correction)
     ddp.register_comm_hook(state, st.hook)
     record = []
     for step in range(STEPS):
         before = hook_residuals(state, params)
+        velocity = hook_residuals(state, params, "velocity") if momentum_correction else None
         local = local_gradients(model, rank, step)
         x, y = batch(rank, step)
         ddp.zero_grad()
@@ -60,22 +62,35 @@ def hook_worker(rank, world_size, compressor, aggregator, density):
         index = {p.data_ptr(): i for i, p in enumerate(params)}
         buckets = [[index[ptr] for ptr, _ in b.key] for _, b in sorted(state._buckets.items())]
         record.append({"local": local, "before": before, "average": [p.grad.detach().flatten().clone() for p in params],
-                       "after": hook_residuals(state, params), "buckets": buckets, "stats": state.last_step})
+                       "after": hook_residuals(state, params), "buckets": buckets, "stats": state.last_step,
+                       "velocity": velocity,
+                       "velocity_after": hook_residuals(state, params, "velocity") if momentum_correction else None})
         with torch.no_grad():  # a plain SGD step, so that the next gradients differ
             for p in params:
                 p -= 0.1 * p.grad
     return record
 
 
-def check_against_reference(records, groups_per_step, compressor, aggregator, density):
+def check_against_reference(records, groups_per_step, compressor, aggregator, density, momentum_correction=0.0):
     from sparsgd import _C
     world_size = len(records)
     for step in range(STEPS):
         for group in groups_per_step(step):
-            accs = [torch.cat([records[w][step]["local"][p].flatten() + records[w][step]["before"][p] for p in group])
-                    for w in range(world_size)]
-            want, residuals = _C.reference_average(compressor, aggregator, density, accs, step, seed=3,
-                                                   shared_seed=aggregator == "randk-shared")
+            def exchanged(w):  # the gradient, or with momentum correction the worker's velocity m u + g
+                local = [records[w][step]["local"][p].flatten() for p in group]
+                if not momentum_correction:
+                    return torch.cat(local)
+                return torch.cat([momentum_correction * records[w][step]["velocity"][p] + g
+                                  for p, g in zip(group, local)])
+            inputs = [exchanged(w) for w in range(world_size)]
+            accs = [inputs[w] + torch.cat([records[w][step]["before"][p] for p in group]) for w in range(world_size)]
+            want, residuals, consumed = _C.reference_average(compressor, aggregator, density, accs, step, seed=3,
+                                                             shared_seed=aggregator == "randk-shared")
+            if momentum_correction:  # momentum factor masking: what was consumed leaves the velocity
+                for w in range(world_size):
+                    got = torch.cat([records[w][step]["velocity_after"][p] for p in group])
+                    torch.testing.assert_close(got, inputs[w].masked_fill(consumed[w], 0.0), rtol=1e-6, atol=1e-7,
+                                               msg=lambda m: f"velocity, step {step}, rank {w}: {m}")
             for w in range(world_size):
                 got = torch.cat([records[w][step]["average"][p] for p in group])
                 where = f"step {step}, parameters {group}, rank {w}"
@@ -104,6 +119,18 @@ def test_hook_average_and_residuals_match_reference(run_workers, world_size, com
     assert len(records[0][-1]["buckets"]) > 1, "the test needs several buckets"
     check_against_reference(records, lambda step: records[0][step]["buckets"], compressor, aggregator, density)
     assert records[0][-1]["stats"]["exchanges"] == len(records[0][-1]["buckets"])
+
+
+@pytest.mark.parametrize("world_size,compressor,aggregator,density",
+                         [(4, "topk", "gtopk-rd", 0.05), (3, "topk", "allgather", 0.05), (3, "none", "dense", 1.0)])
+def test_hook_momentum_correction_matches_reference(run_workers, world_size, compressor, aggregator, density):
+    """DGC's momentum correction: each worker's velocity (which follows its parameters through
+    DDP's bucket rebuild) is what the hook exchanges with error feedback, and what the sum consumed
+    leaves it."""
+    records = all_ok(run_workers(world_size, hook_worker, compressor, aggregator, density, 0.9))
+    assert len(records[0][-1]["buckets"]) > 1, "the test needs several buckets"
+    assert any(v.abs().sum() > 0 for v in records[0][-1]["velocity_after"]) or compressor == "none"
+    check_against_reference(records, lambda step: records[0][step]["buckets"], compressor, aggregator, density, 0.9)
 
 
 def optimizer_worker(rank, world_size, compressor, aggregator, density, per_layer):

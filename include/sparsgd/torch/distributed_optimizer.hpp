@@ -59,9 +59,9 @@ class DistributedOptimizer {
   // Checkpoint state: the (shared) velocity, this worker's own velocity (momentum correction) and
   // residuals (one per exchange: one, or one per layer).
   std::vector<float>& velocity() { return velocity_; }
-  std::vector<float>& local_velocity() { return local_velocity_; }
+  void set_local_velocity(const std::vector<float>& velocity) { averager_.set_local_velocity(velocity); }
   const std::vector<float>& velocity() const { return velocity_; }
-  const std::vector<float>& local_velocity() const { return local_velocity_; }
+  const std::vector<float>& local_velocity() const { return averager_.local_velocity(); }
   std::vector<std::vector<float>> residuals() const { return averager_.residuals(); }
   void set_residuals(const std::vector<std::vector<float>>& residuals) { averager_.set_residuals(residuals); }
 
@@ -70,7 +70,7 @@ class DistributedOptimizer {
   FlatParameters flat_;
   SgdConfig sgd_;
   GradientAverager averager_;
-  std::vector<float> gradient_, parameters_, velocity_, local_velocity_, average_;
+  std::vector<float> gradient_, parameters_, velocity_, average_;
 };
 
 }  // namespace sparsgd::torch_layer

@@ -36,10 +36,15 @@ class GradientAverager {
  public:
   // `segments` cover [0, n) in order (one per parameter) and `names` label them in error messages.
   // per_segment: one exchange per segment (k per segment) instead of one over all n.
-  // Throws InvalidArgument for an empty buffer, segments that do not tile it, or a bad exchange
-  // configuration (see GradientExchange).
+  // momentum_correction > 0 (DGC's momentum correction, the momentum factor): each worker keeps
+  // its own velocity u = m u + input, error feedback works on u instead of the input, and what a
+  // worker sent and the aggregation consumed also leaves its velocity (momentum factor masking);
+  // the average is then to be applied WITHOUT further momentum.
+  // Throws InvalidArgument for an empty buffer, segments that do not tile it, a momentum outside
+  // [0, 1), or a bad exchange configuration (see GradientExchange).
   GradientAverager(transport::Transport& transport, Segments segments, std::vector<std::string> names,
-                   const collectives::ExchangeConfig& exchange, bool per_segment, bool skip_nonfinite);
+                   const collectives::ExchangeConfig& exchange, bool per_segment, bool skip_nonfinite,
+                   double momentum_correction = 0.0);
 
   // Before anything is sent: if `gradient` holds NaN or Inf, throws InvalidData naming the
   // segment, element, iteration and rank ("nothing was sent"); with skip_nonfinite instead all
@@ -47,9 +52,9 @@ class GradientAverager {
   // worker found one. Returns non-skipped (empty) stats otherwise.
   StepStats check_finite(std::span<const float> gradient, std::uint64_t iteration);
 
-  // Collective. Exchanges `input` (n floats, with error feedback) and writes the average over the
-  // workers into `average` (n floats, not overlapping `input`; entries that nobody's selection
-  // carried are 0).
+  // Collective. Exchanges `input` (n floats, with error feedback; with momentum correction, the
+  // velocity it updates) and writes the average over the workers into `average` (n floats, not
+  // overlapping `input`; entries that nobody's selection carried are 0).
   StepStats average(std::span<const float> input, std::span<float> average, std::uint64_t iteration);
 
   std::size_t size() const { return n_; }
@@ -64,6 +69,12 @@ class GradientAverager {
   // What exchange e returned in the last average() (valid until the next).
   const collectives::Aggregation& last_result(std::size_t e) const { return *last_results_[e]; }
 
+  double momentum_correction() const { return momentum_; }
+  // This worker's velocity (n floats; empty without momentum correction), for checkpoints.
+  const std::vector<float>& local_velocity() const { return velocity_; }
+  // Throws InvalidArgument unless it has n floats (none without momentum correction).
+  void set_local_velocity(const std::vector<float>& velocity);
+
   // One residual per exchange, for checkpoints.
   std::vector<std::vector<float>> residuals() const;
   void set_residuals(const std::vector<std::vector<float>>& residuals);
@@ -77,6 +88,8 @@ class GradientAverager {
   bool skip_nonfinite_;
   std::size_t n_ = 0;
   double density_;
+  double momentum_;
+  std::vector<float> velocity_;
   Segments exchange_ranges_;
   std::vector<std::unique_ptr<collectives::GradientExchange>> exchanges_;
   std::vector<const collectives::Aggregation*> last_results_;
