@@ -22,6 +22,7 @@
 #include "cli/validators.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/reference.hpp"
+#include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/hash.hpp"
 #include "sparsgd/core/synthetic.hpp"
@@ -623,15 +624,47 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
   print_report(o, t.size(), network, report);
 }
 
-void run_bench_comm(const CommOptions& o) {
+// Everything that must be the same on every rank (not --workers: one per rank).
+collectives::ConfigFields comm_config_fields(const CommOptions& o) {
+  auto exact = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return std::string(text);
+  };
+  return {{"--n", std::to_string(o.n)},
+          {"--density", exact(o.density)},
+          {"--compressor", o.compressor},
+          {"--aggregator", o.aggregator},
+          {"--network", o.network},
+          {"--model-network", o.model_network},
+          {"--r-factor", exact(o.r_factor)},
+          {"--iters", std::to_string(o.iters)},
+          {"--seed", std::to_string(o.seed)},
+          {"--timeout-ms", std::to_string(o.timeout_ms)},
+          {"--verify", o.verify ? "on" : "off"},
+          {"--json", o.json ? "on" : "off"},
+          {"--ring-allreduce", o.ring_allreduce ? "on" : "off"}};
+}
+
+// transport_given / workers_given: whether the user named them.
+void run_bench_comm(CommOptions o, bool transport_given, bool workers_given) {
+  const MpiLaunch launch = detect_mpi_launch();
+  if (launch.launched && !transport_given) o.transport = "mpi";  // under mpirun: one worker per rank
+  SPARSGD_ENFORCE(!(launch.launched && o.transport == "local" && launch.size > 1),
+                  "--transport local under a launch of " << launch.size << " ranks (" << launch.variable
+                      << " is set) would run the whole benchmark in every rank: use --transport mpi, or start it "
+                         "without mpirun");
   validate_options(o);
   const transport::NetworkSpec network = transport::parse_network(o.network);
   if (o.transport == "local") {
     run_local(o, network);
     return;
   }
-  run_mpi_job(std::chrono::milliseconds(o.timeout_ms),
-              [&](transport::Transport& t) { run_mpi_rank(t, o, network); });
+  run_mpi_job(std::chrono::milliseconds(o.timeout_ms), "bench comm",
+              workers_given ? std::optional<int>(o.workers) : std::nullopt, [&](transport::Transport& t) {
+                collectives::check_ranks_agree(t, comm_config_fields(o), "the bench comm options");
+                run_mpi_rank(t, o, network);
+              });
 }
 
 }  // namespace
@@ -659,7 +692,7 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_flag("--ring-allreduce", opt->ring_allreduce,
                 "dense: the library's ring over point-to-point messages even where the transport has its own "
                 "allreduce (MPI); with --network it always is");
-  cmd->callback([opt] { run_bench_comm(*opt); });
+  cmd->callback([opt, cmd] { run_bench_comm(*opt, cmd->count("--transport") > 0, cmd->count("--workers") > 0); });
 }
 
 }  // namespace sparsgd::cli

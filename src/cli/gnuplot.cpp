@@ -68,7 +68,7 @@ std::string find_on_path(const std::string& name) {
 void run_gnuplot(const fs::path& dir, const std::string& script_name, const std::string& script,
                  const std::string& log_name, const std::vector<std::string>& expected_outputs) {
   const std::string gnuplot = find_on_path("gnuplot");
-  if (gnuplot.empty()) throw Error("gnuplot is not installed (install it with: apt-get install gnuplot-nox)");
+  if (gnuplot.empty()) throw GnuplotMissing("gnuplot is not installed (install it with: apt-get install gnuplot-nox)");
   write_file_atomically(dir / script_name, script);
   for (const auto& name : expected_outputs) fs::remove(dir / name);
 
@@ -90,7 +90,13 @@ void run_gnuplot(const fs::path& dir, const std::string& script_name, const std:
     if (errno != EINTR) throw Error(fmt::format("cannot wait for gnuplot: {}", std::strerror(errno)));
   }
   const fs::path script_path = dir / script_name, log_path = dir / log_name;
+  // No empty or torn image is left behind to pass for a result.
+  const auto remove_outputs = [&] {
+    std::error_code ignored;
+    for (const auto& name : expected_outputs) fs::remove(dir / name, ignored);
+  };
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    remove_outputs();
     throw Error(fmt::format("gnuplot failed on {} ({}; see {})", script_path.string(),
                             WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                               : fmt::format("signal {}", WTERMSIG(status)),
@@ -100,6 +106,7 @@ void run_gnuplot(const fs::path& dir, const std::string& script_name, const std:
     std::error_code error;
     const auto size = fs::file_size(dir / name, error);
     if (error || size == 0) {
+      remove_outputs();
       throw Error(fmt::format("gnuplot did not write {} (see {})", (dir / name).string(), log_path.string()));
     }
   }

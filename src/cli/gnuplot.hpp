@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sparsgd/core/error.hpp"
+
 namespace sparsgd::cli {
 
 // A single-quoted gnuplot string literal holding `text`, with every character outside
@@ -25,9 +27,16 @@ std::string gnuplot_text_literal(std::string_view text);
 // as NaN (gnuplot skips the point). `name` must be a program constant ([A-Za-z0-9_]).
 std::string gnuplot_datablock(std::string_view name, const std::vector<std::vector<double>>& rows);
 
+// gnuplot is not on PATH: a training run then ends without plots (a warning); any other failure
+// to plot is an error.
+class GnuplotMissing : public Error {
+ public:
+  using Error::Error;
+};
+
 // Writes `script` to dir/script_name (checked), then runs `gnuplot script_name` (found on PATH,
 // without a shell) with dir as its working directory and its output to dir/log_name. Throws Error
-// naming the file and the reason if gnuplot is not installed, a write fails, gnuplot cannot be
+// naming the file and the reason (GnuplotMissing if gnuplot is not installed) if a write fails, gnuplot cannot be
 // started, or it exits non-zero; then also checks that each of
 // `expected_outputs` (names in dir) exists and is not empty.
 void run_gnuplot(const std::filesystem::path& dir, const std::string& script_name, const std::string& script,

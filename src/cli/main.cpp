@@ -1,11 +1,14 @@
 // sparsgd: gradient sparsification for data-parallel SGD on slow networks.
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "sparsgd/core/error.hpp"
 
 int main(int argc, char** argv) {
@@ -21,6 +24,7 @@ int main(int argc, char** argv) {
   sparsgd::cli::register_train(app);
   sparsgd::cli::register_plot(app);
 #endif
+  sparsgd::cli::require_decimal_integers(app);
   // CLI11 would only say that a subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -32,6 +36,12 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+    // Results printed on stdout (--json, tables) count only if they got there: a full disk or a
+    // closed pipe behind stdout is an error, not a silent exit 0.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "sparsgd: error: cannot write to standard output: %s\n", std::strerror(errno));
+      return 2;
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const sparsgd::Error& e) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/gnuplot.hpp"
+#include "cli/validators.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::cli {
@@ -137,8 +138,8 @@ void register_plot(CLI::App& app) {
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto out = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("plot", "Overlay training runs: accuracy and loss against epoch and simulated time");
-  cmd->add_option("runs", *dirs, "run directories (written by sparsgd train --out)")->required();
-  cmd->add_option("--out", *out, "where to write the PNGs (default: the first run's directory)");
+  cmd->add_option("runs", *dirs, "run directories (written by sparsgd train --out)")->check(non_empty_path())->required();
+  cmd->add_option("--out", *out, "where to write the PNGs (default: the first run's directory)")->check(non_empty_path());
   cmd->callback([dirs, out] {
     const std::string target = out->empty() ? dirs->front() : *out;
     for (const auto& file : write_plots(*dirs, target)) fmt::print("wrote {}\n", file);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "cli/gnuplot.hpp"
 #include "cli/statistics.hpp"
 #include "sparsgd/compress/compressor.hpp"
@@ -167,7 +168,7 @@ void run_simulate(const SimulateOptions& o) {
     script += plot + "\nunset output\n";
     try {
       run_gnuplot(dir, "efficiency.gnuplot", script, "efficiency.log", {"efficiency.png"});
-    } catch (const Error& e) {
+    } catch (const GnuplotMissing& e) {
       std::fprintf(stderr, "sparsgd: warning: no plot (%s); wrote %s only\n", e.what(), (dir / "scaling.csv").c_str());
     }
   }
@@ -186,7 +187,7 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--params", o->params, "gradient length (overrides the preset)");
   cmd->add_option("--compute-ms", o->compute_ms, "compute time per iteration (overrides the preset)");
   cmd->add_option("--compress-ms", o->compress_ms, "compression time per iteration: milliseconds or 'measured'");
-  cmd->add_option("--out", o->out_dir, "write scaling.csv and efficiency.png here");
+  cmd->add_option("--out", o->out_dir, "write scaling.csv and efficiency.png here")->check(non_empty_path());
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->callback([o] { run_simulate(*o); });
 }

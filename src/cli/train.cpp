@@ -8,18 +8,18 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
+#include "cli/gnuplot.hpp"
 #include "cli/mpi_job.hpp"
 #include "cli/plots.hpp"
 #include "cli/validators.hpp"
+#include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/torch/trainer.hpp"
-#ifdef SPARSGD_HAVE_MPI
-#include "sparsgd/transport/mpi.hpp"
-#endif
 
 namespace sparsgd::cli {
 namespace {
@@ -94,14 +94,16 @@ void finish(const TrainConfig& config, const TrainSummary& summary, bool json) {
       const auto files = write_plots({config.out_dir}, config.out_dir);
       std::fprintf(stderr, "wrote %s/{metrics.csv,epochs.csv,summary.json} and %zu plots\n", config.out_dir.c_str(),
                    files.size());
-    } catch (const Error& e) {
-      std::fprintf(stderr, "sparsgd: warning: no plots: %s\n", e.what());
+    } catch (const GnuplotMissing& e) {
+      std::fprintf(stderr, "wrote %s/{metrics.csv,epochs.csv,summary.json}; no plots: %s\n", config.out_dir.c_str(),
+                   e.what());
     }
   }
   if (json) std::printf("%s\n", torch_layer::to_json(summary).c_str());
 }
 
-void run_train(TrainConfig config, bool json, bool mpi) {
+void run_train(TrainConfig config, bool json, bool mpi, bool workers_given) {
+  const bool default_out = config.out_dir.empty() && config.resume_dir.empty();
   if (config.out_dir.empty()) config.out_dir = config.resume_dir.empty() ? default_out_dir() : config.resume_dir;
   torch_layer::validate(config);
   Progress observer(json);
@@ -109,10 +111,13 @@ void run_train(TrainConfig config, bool json, bool mpi) {
     finish(config, torch_layer::train(config, &observer), json);
     return;
   }
-  run_mpi_job(std::chrono::milliseconds(config.timeout_ms), [&](transport::Transport& t) {
-    const TrainSummary summary = torch_layer::train_worker(t, config, &observer);
-    if (t.rank() == 0) finish(config, summary, json);
-  });
+  run_mpi_job(std::chrono::milliseconds(config.timeout_ms), "train",
+              workers_given ? std::optional<int>(config.workers) : std::nullopt, [&](transport::Transport& t) {
+                // Ranks started a second apart would name different default directories: rank 0's.
+                if (default_out) config.out_dir = collectives::broadcast_text(t, config.out_dir);
+                const TrainSummary summary = torch_layer::train_worker(t, config, &observer);
+                if (t.rank() == 0) finish(config, summary, json);
+              });
 }
 
 }  // namespace
@@ -145,11 +150,11 @@ void register_train(CLI::App& app) {
   cmd->add_flag("--per-layer", c->per_layer, "compress each layer on its own");
   cmd->add_option("--network", c->network, "simulated network: none, 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS")->capture_default_str();
   cmd->add_option("--seed", c->seed, "seed")->capture_default_str()->check(non_negative_integer());
-  cmd->add_option("--out", c->out_dir, "run directory (default: runs/train-TIMESTAMP)");
+  cmd->add_option("--out", c->out_dir, "run directory (default: runs/train-TIMESTAMP)")->check(non_empty_path());
   cmd->add_option("--checkpoint-every", c->checkpoint_every, "checkpoint every N iterations (0: never)")->capture_default_str();
-  cmd->add_option("--resume", c->resume_dir, "continue the run whose checkpoints are in DIR");
+  cmd->add_option("--resume", c->resume_dir, "continue the run whose checkpoints are in DIR")->check(non_empty_path());
   cmd->add_option("--max-iters", c->max_iters, "stop after N iterations in all")->check(non_negative_integer());
-  cmd->add_option("--data", c->data_dir, "Fashion-MNIST directory")->capture_default_str();
+  cmd->add_option("--data", c->data_dir, "Fashion-MNIST directory")->check(non_empty_path())->capture_default_str();
   cmd->add_option("--timeout-ms", c->timeout_ms, "longest wait for a peer")->capture_default_str();
   cmd->add_option("--on-nonfinite", c->on_nonfinite,
                   "a NaN or Inf gradient: stop (naming iteration and parameter) or skip the step on every worker")
@@ -157,13 +162,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--inject-fault", c->inject_fault,
                   "for testing: KIND:RANK:ITERATION, KIND nan, inf, throw, hang or crash-checkpoint");
   cmd->add_flag("--json", *json, "print the summary as JSON on stdout at the end");
-  cmd->callback([c, json] {
-    bool mpi = false;
-#ifdef SPARSGD_HAVE_MPI
-    mpi = transport::launched_by_mpirun();
-#endif
-    run_train(*c, *json, mpi);
-  });
+  cmd->callback([c, json, cmd] { run_train(*c, *json, detect_mpi_launch().launched, cmd->count("--workers") > 0); });
 }
 
 }  // namespace sparsgd::cli

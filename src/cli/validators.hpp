@@ -24,4 +24,40 @@ inline CLI::Validator non_negative_integer() {
       "UINT");
 }
 
+// A path option given as '' (an unset shell variable, say) would silently mean "the default" or
+// "nowhere": refuse it.
+inline CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return text.empty() ? std::string("must name a file or directory, got an empty string") : std::string();
+      },
+      "");
+}
+
+// CLI11 reads integers with base prefixes ("010" is 8, "0x10" is 16). Numbers here are decimal:
+// leading zeros are dropped ("010" is 10) and anything but an optional sign and digits is refused.
+inline CLI::Validator decimal_integer() {
+  return CLI::Validator(
+      [](std::string& text) {
+        std::size_t at = text.empty() || (text[0] != '-' && text[0] != '+') ? 0 : 1;
+        const std::size_t digits = at;
+        if (text.size() == digits || text.find_first_not_of("0123456789", digits) != std::string::npos) {
+          return std::string("must be a decimal integer, got '" + text + "'");
+        }
+        while (at + 1 < text.size() && text[at] == '0') ++at;
+        text.erase(digits, at - digits);
+        return std::string();
+      },
+      "");
+}
+
+// Every integer option of `app` and its subcommands, whatever registered it, reads decimal only.
+inline void require_decimal_integers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) option->transform(decimal_integer());
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_decimal_integers(*sub);
+}
+
 }  // namespace sparsgd::cli

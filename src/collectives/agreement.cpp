@@ -11,6 +11,7 @@ namespace {
 
 constexpr int kGatherTag = 710;
 constexpr int kVerdictTag = 711;
+constexpr int kTextTag = 712;
 constexpr std::size_t kMaxBytes = 1 << 20;
 
 // name '\0' value '\0' ... : names and values may hold any other byte.
@@ -92,6 +93,17 @@ void check_ranks_agree(transport::Transport& t, const ConfigFields& fields, cons
     verdict.assign(reinterpret_cast<const char*>(buffer.data()), n);
   }
   if (!verdict.empty()) throw InvalidArgument("ranks disagree on " + what + ": " + verdict);
+}
+
+std::string broadcast_text(transport::Transport& t, const std::string& text) {
+  if (t.rank() == 0) {
+    SPARSGD_ENFORCE_LE(text.size(), kMaxBytes, "text too long to broadcast");
+    for (int r = 1; r < t.size(); ++r) t.send(r, kTextTag, bytes_of(text));
+    return text;
+  }
+  std::vector<std::byte> buffer;
+  const std::size_t n = t.recv(0, kTextTag, buffer, kMaxBytes);
+  return std::string(reinterpret_cast<const char*>(buffer.data()), n);
 }
 
 }  // namespace sparsgd::collectives

@@ -55,4 +55,37 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   }
 }
 
+AppendFile::AppendFile(std::filesystem::path path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("open", path_, errno);
+}
+
+AppendFile::~AppendFile() {
+  if (fd_ >= 0) ::close(fd_);  // what was not made durable is lost, as after a crash
+}
+
+void AppendFile::append(std::string_view text) {
+  pending_.append(text);
+  if (pending_.size() >= (1u << 16)) write_out();
+}
+
+void AppendFile::write_out() {
+  std::size_t done = 0;
+  while (done < pending_.size()) {
+    const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      pending_.erase(0, done);
+      fail("write", path_, n < 0 ? errno : ENOSPC);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  pending_.clear();
+}
+
+void AppendFile::durable() {
+  write_out();
+  if (::fsync(fd_) != 0) fail("write", path_, errno);
+}
+
 }  // namespace sparsgd

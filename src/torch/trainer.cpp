@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <torch/torch.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/compress/compressor.hpp"
@@ -26,6 +28,7 @@
 #include "sparsgd/core/checkpoint.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/fault_plan.hpp"
+#include "sparsgd/core/file_io.hpp"
 #include "sparsgd/torch/distributed_optimizer.hpp"
 #include "sparsgd/torch/training_optimizer.hpp"
 #include "sparsgd/torch/fashion_mnist.hpp"
@@ -84,6 +87,43 @@ std::string fingerprint(const TrainConfig& c, int workers) {
   return os.str();
 }
 
+std::string exact(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+// Everything that must be the same on every rank, named as the CLI names it. Not --workers (one
+// worker per rank under MPI) and not --data (a path on each host).
+collectives::ConfigFields run_config_fields(const TrainConfig& c) {
+  return {{"--model", c.model},
+          {"--compressor", c.compressor},
+          {"--r-factor", exact(c.r_factor)},
+          {"--aggregator", c.aggregator},
+          {"--density", exact(c.density)},
+          {"--warmup-density", exact(c.warmup_density)},
+          {"--epochs", std::to_string(c.epochs)},
+          {"--batch-size", std::to_string(c.batch_size)},
+          {"--lr", exact(c.lr)},
+          {"--optimizer", c.optimizer},
+          {"--momentum", exact(c.momentum)},
+          {"--nesterov", c.nesterov ? "on" : "off"},
+          {"--weight-decay", exact(c.weight_decay)},
+          {"--warmup-epochs", exact(c.warmup_epochs)},
+          {"--lr-schedule", c.lr_schedule},
+          {"--momentum-correction", c.momentum_correction ? "on" : "off"},
+          {"--per-layer", c.per_layer ? "on" : "off"},
+          {"--network", c.network},
+          {"--seed", std::to_string(c.seed)},
+          {"--out", c.out_dir},
+          {"--checkpoint-every", std::to_string(c.checkpoint_every)},
+          {"--resume", c.resume_dir},
+          {"--max-iters", std::to_string(c.max_iters)},
+          {"--timeout-ms", std::to_string(c.timeout_ms)},
+          {"--on-nonfinite", c.on_nonfinite},
+          {"--inject-fault", c.inject_fault}};
+}
+
 std::vector<torch::Tensor> float_buffers(Classifier& model) {
   std::vector<torch::Tensor> out;
   for (auto& b : model.buffers()) {
@@ -114,31 +154,38 @@ const char* kMetricsHeader =
     "epoch,step,loss,lr,density,bytes_sent,compute_s,compression_s,communication_s,simulated_s,wall_s\n";
 const char* kEpochsHeader = "epoch,iterations,train_loss,test_loss,test_accuracy,wall_s,simulated_s,bytes_per_iteration\n";
 
-// On resume, keeps the rows of the earlier run's metrics.csv that precede the checkpoint.
-void restart_metrics(const fs::path& from, const fs::path& to, std::uint64_t first_step) {
-  std::vector<std::string> kept;
+// On resume: the rows of the earlier run's metrics.csv up to the checkpoint's own step, in a
+// file written whole (the old one may be the same file). Rows after the checkpoint are dropped
+// (the resumed run writes them again) and so is a torn or damaged line, such as the half row a
+// SIGKILL leaves at the end: the metrics were made durable before each checkpoint was written,
+// so every row the checkpoint covers is complete.
+void restart_metrics(const fs::path& from, const fs::path& to, std::uint64_t last_step) {
+  std::string kept = kMetricsHeader;
   if (std::ifstream in(from); in) {
     std::string line;
     std::getline(in, line);  // header
     while (std::getline(in, line)) {
+      if (in.eof()) break;  // no newline: torn
+      if (std::count(line.begin(), line.end(), ',') != 10) continue;
       const auto comma = line.find(',');
-      if (comma == std::string::npos) continue;
       const auto next = line.find(',', comma + 1);
-      if (std::stoull(line.substr(comma + 1, next - comma - 1)) < first_step) kept.push_back(line);
+      std::uint64_t row_step = 0;
+      const auto [end, error] = std::from_chars(line.data() + comma + 1, line.data() + next, row_step);
+      if (error != std::errc() || end != line.data() + next) continue;
+      if (row_step <= last_step) kept += line + '\n';
     }
   }
-  std::ofstream out(to, std::ios::trunc);
-  out << kMetricsHeader;
-  for (const auto& line : kept) out << line << '\n';
+  write_file_atomically(to, kept);
 }
 
 void write_epochs(const fs::path& path, const std::vector<EpochResult>& history) {
-  std::ofstream out(path, std::ios::trunc);
+  std::ostringstream out;
   out << kEpochsHeader;
   for (const auto& e : history) {
     out << e.epoch << ',' << e.iterations << ',' << e.train_loss << ',' << e.test_loss << ',' << e.test_accuracy << ','
         << e.wall_seconds << ',' << e.simulated_seconds << ',' << e.bytes_per_iteration << '\n';
   }
+  write_file_atomically(path, out.str());
 }
 
 struct Evaluation {
@@ -214,6 +261,16 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
         throw InvalidArgument("the checkpoint in " + c.resume_dir +
                               " was written with other training options (model, method, schedule, seed or workers): "
                               "resume with the options of the original run");
+      }
+      const auto& identity = ckpt.integer_section("identity");
+      if (identity.size() != 2 || identity[0] != static_cast<std::uint64_t>(rank) ||
+          identity[1] != static_cast<std::uint64_t>(p)) {
+        throw InvalidArgument(
+            path + " is not rank " + std::to_string(rank) + "'s state" +
+            (identity.size() == 2 ? " (it was written by rank " + std::to_string(identity[0]) + " of " +
+                                        std::to_string(identity[1]) + ")"
+                                  : " (its identity section is malformed)") +
+            ": checkpoint files swapped or copied between ranks? Put each rank-R file back where rank R wrote it");
       }
       const auto& position = ckpt.integer_section("position");
       SPARSGD_ENFORCE_EQ(position.size(), std::size_t{4}, "checkpoint position is malformed");
@@ -299,6 +356,9 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   const int p = base.size();
   const int rank = base.rank();
   const bool reporter = rank == 0;
+  // Before anything else goes over the wire: ranks launched with different options would train
+  // silently apart, or wait for messages that never come.
+  collectives::check_ranks_agree(base, run_config_fields(c), "the training options");
   const auto start = Clock::now();
   const transport::NetworkSpec network = transport::parse_network(c.network);
   const std::optional<FaultPlan> fault = parse_fault_plan(c.inject_fault);
@@ -390,22 +450,34 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     history = unflatten(ckpt.double_section("history"));
     summary.resumed = true;
     summary.resumed_at = step;
+    // Before anything is written: a shorter run resumed from a longer one's checkpoint would
+    // rewrite that run's summary and drop its rows.
+    if (step > steps_total) {
+      throw InvalidArgument("the checkpoints in " + c.resume_dir + " are at iteration " + std::to_string(step) +
+                            ", beyond the " + std::to_string(steps_total) +
+                            " iterations of this run (--max-iters, --epochs): resuming would rewrite a longer run's "
+                            "results; resume with that run's --max-iters and --epochs");
+    }
   }
+  std::optional<AppendFile> metrics;
   if (reporter && !out_dir.empty()) {
     fs::create_directories(out_dir);
     if (summary.resumed) {
       restart_metrics(fs::path(c.resume_dir) / "metrics.csv", out_dir / "metrics.csv", step);
     } else {
-      std::ofstream(out_dir / "metrics.csv", std::ios::trunc) << kMetricsHeader;
+      write_file_atomically(out_dir / "metrics.csv", kMetricsHeader);
     }
+    metrics.emplace(out_dir / "metrics.csv");
   }
-  std::ofstream metrics;
-  if (reporter && !out_dir.empty()) metrics.open(out_dir / "metrics.csv", std::ios::app);
   if (reporter && observer) observer->on_start(summary, steps_total);
 
   auto save_checkpoint = [&](int epoch, std::uint64_t next_iteration) {
+    // Every row the checkpoint covers is on disk before the checkpoint is.
+    if (metrics) metrics->durable();
     Checkpoint ckpt;
     ckpt.texts["config"] = fingerprint(c, p);
+    // Whose state this is: a file copied or swapped to another rank must not resume silently.
+    ckpt.integers["identity"] = {static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(p)};
     std::vector<float> values(optimizer.size());
     optimizer.flat().gather_values(values);
     ckpt.floats["parameters"] = std::move(values);
@@ -516,11 +588,13 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
                                stats.aggregate_wall_seconds,
                                simulated ? simulated->now() : 0.0,
                                wall_before + std::chrono::duration<double>(Clock::now() - start).count()};
-        if (metrics.is_open()) {
-          metrics << record.epoch << ',' << record.step << ',' << record.loss << ',' << record.lr << ','
-                  << record.density << ',' << record.bytes_sent << ',' << record.compute_seconds << ','
-                  << record.compression_seconds << ',' << record.communication_seconds << ','
-                  << record.simulated_seconds << ',' << record.wall_seconds << '\n';
+        if (metrics) {
+          std::ostringstream row;
+          row << record.epoch << ',' << record.step << ',' << record.loss << ',' << record.lr << ','
+              << record.density << ',' << record.bytes_sent << ',' << record.compute_seconds << ','
+              << record.compression_seconds << ',' << record.communication_seconds << ','
+              << record.simulated_seconds << ',' << record.wall_seconds << '\n';
+          metrics->append(row.str());
         }
         if (observer) observer->on_iteration(record);
       }
@@ -560,7 +634,8 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
     summary.simulated_seconds = history.back().simulated_seconds;
   }
   summary.wall_seconds = wall_before + std::chrono::duration<double>(Clock::now() - start).count();
-  if (reporter && !out_dir.empty()) std::ofstream(out_dir / "summary.json", std::ios::trunc) << to_json(summary) << '\n';
+  if (metrics) metrics->durable();
+  if (reporter && !out_dir.empty()) write_file_atomically(out_dir / "summary.json", to_json(summary) + '\n');
   return summary;
 }
 

@@ -66,13 +66,6 @@ MpiSession::~MpiSession() {
   if (owns_ && !finalized) MPI_Finalize();
 }
 
-bool launched_by_mpirun() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
-    if (std::getenv(name) != nullptr) return true;
-  }
-  return false;
-}
-
 MpiTransport::MpiTransport(MPI_Comm comm) {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -125,5 +125,18 @@ TEST(DisagreeingRanks, CheckRanksAgreePassesWhenEqualAndNamesTheFieldAndRanksOth
   EXPECT_EQ(errors[1], errors[0]);
 }
 
+TEST(DisagreeingRanks, BroadcastTextGivesEveryRankRankZerosText) {
+  for (const int p : {1, 2, 3, 5, 8}) {
+    for (const std::string& text : {std::string(), std::string("runs/train-20261201-224500"),
+                                    std::string("a\0b\n'quoted'", 12), std::string(5000, 'x')}) {
+      std::vector<std::string> got(static_cast<std::size_t>(p));
+      transport::run_local_workers(p, [&](transport::Transport& t) {
+        got[static_cast<std::size_t>(t.rank())] = broadcast_text(t, t.rank() == 0 ? text : "other " + std::to_string(t.rank()));
+      });
+      for (const auto& g : got) EXPECT_EQ(g, text) << "P=" << p;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sparsgd::collectives

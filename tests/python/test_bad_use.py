@@ -32,6 +32,10 @@ def test_refuses_to_start_without_a_process_group():
     ({"timeout_ms": 0}, "timeout_ms must be an integer > 0"),
     ({"on_nonfinite": "ignore"}, "on_nonfinite must be 'stop' or 'skip'"),
     ({"seed": -1}, "seed"),
+    ({"momentum_correction": 1.0}, "momentum_correction must be a number in \\[0, 1\\)"),
+    ({"momentum_correction": -0.1}, "momentum_correction"),
+    ({"momentum_correction": math.nan}, "momentum_correction"),
+    ({"momentum_correction": True}, "momentum_correction"),
 ])
 def test_refuses_bad_options_before_anything_else(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -52,9 +56,9 @@ def test_refuses_an_unknown_network(run_workers):
 
 
 def disagreeing(rank, world_size, field):
-    options = {"density": 0.01, "compressor": "topk", "aggregator": "gtopk-rd"}
-    options[field] = {"density": 0.001, "compressor": "randk", "aggregator": "allgather"}[field] if rank == 2 \
-        else options[field]
+    options = {"density": 0.01, "compressor": "topk", "aggregator": "gtopk-rd", "momentum_correction": 0.0}
+    options[field] = {"density": 0.001, "compressor": "randk", "aggregator": "allgather",
+                      "momentum_correction": 0.9}[field] if rank == 2 else options[field]
     start = time.monotonic()
     try:
         st.HookState(timeout_ms=20000, **options)
@@ -65,7 +69,8 @@ def disagreeing(rank, world_size, field):
 
 @pytest.mark.parametrize("field,shown", [("density", "0.01 on rank 0, 0.001 on rank 2"),
                                          ("compressor", "'topk' on rank 0, 'randk' on rank 2"),
-                                         ("aggregator", "'gtopk-rd' on rank 0, 'allgather' on rank 2")])
+                                         ("aggregator", "'gtopk-rd' on rank 0, 'allgather' on rank 2"),
+                                         ("momentum_correction", "0.0 on rank 0, 0.9 on rank 2")])
 def test_ranks_that_disagree_fail_at_once_on_every_rank(run_workers, field, shown):
     for message, took in all_ok(run_workers(4, disagreeing, field)):
         assert f"ranks disagree on the sparsgd DDP hook's options: '{field}': {shown}" in message, message

@@ -16,6 +16,11 @@ reject n_huge '32-bit indices' bench select --n 5000000000
 reject n_enormous '--n.*below 2\^64' bench select --n 99999999999999999999999
 reject n_negative '--n' bench select --n -5
 reject n_fraction '--n' bench select --n 2.5
+# Decimal only: CLI11 alone would read 0x10 as 16 and 010 as 8 (see run.sh for 010 = 10).
+reject n_hex "--n: must be a decimal integer, got '0x10'" bench select --n 0x10
+reject n_octal_prefix "must be a decimal integer" bench comm --n 0o17
+reject n_binary_prefix "must be a decimal integer" bench comm --iters 0b11 --n 100
+reject workers_hex "must be a decimal integer" simulate --model resnet50 --workers 0x20
 reject repeat_zero '--repeat must be at least 1' bench select --n 100 --repeat 0
 reject unknown_dist "unknown distribution 'bogus'" bench select --n 100 --dist bogus
 reject unknown_subcommand 'subcommand is required|bogus' bench bogus
@@ -54,10 +59,15 @@ reject simulate_workers_empty 'workers' simulate --model resnet50 --workers ''
 reject simulate_params_zero 'params' simulate --params 0 --compute-ms 10
 reject simulate_compute_negative 'compute' simulate --model resnet50 --compute-ms -1
 reject simulate_density_zero 'density' simulate --model resnet50 --density 0
+# An empty path (an unset shell variable) is not "the default".
+reject simulate_out_empty "--out: must name a file or directory, got an empty string" simulate --model resnet50 --out ''
 
 # Training: options, paths, checkpoints, fault specs.
 if with_torch; then
   reject train_unknown_model "unknown model 'vgg'" train --model vgg
+  reject train_out_empty "--out: must name a file or directory, got an empty string" train --out ''
+  reject train_resume_empty "--resume: must name a file or directory" train --resume ''
+  reject train_data_empty "--data: must name a file or directory" train --data ''
   reject train_unknown_compressor "unknown compressor 'zip'" train --compressor zip
   reject train_unknown_aggregator "unknown aggregator 'tree'" train --aggregator tree
   reject train_unknown_optimizer "unknown --optimizer 'rmsprop'" train --optimizer rmsprop
@@ -86,5 +96,7 @@ if with_torch; then
   reject train_missing_checkpoint 'cannot open checkpoint' train --resume /nonexistent-run --max-iters 1
   reject train_unwritable_out 'cannot|Permission|Not a directory|exists' train --out /proc/version/run --max-iters 1
   reject plot_rejects_non_run 'not a training run directory' plot /tmp
+  reject plot_out_empty "--out: must name a file or directory" plot /tmp --out ''
+  reject plot_run_empty "must name a file or directory" plot ''
   reject plot_missing_dir 'not a training run directory|cannot|No such' plot /nonexistent-run
 fi

@@ -27,6 +27,7 @@ work=$(mktemp -d /tmp/sparsgd-reliability.XXXXXX)
 cleanup() {
   # A failed scenario must not leave ranks behind.
   pkill -KILL -f "$work" 2>/dev/null || true
+  umount "$work/full" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -89,11 +90,20 @@ expect_fault() {
   expect_run "$@"
 }
 
+# expect_refused ...: expect_run for a launch or an input that must be refused (counted as bad input).
+expect_refused() {
+  bad_inputs=$((bad_inputs + 1))
+  expect_run "$@"
+}
+
 # json_field FILE FIELD: a top-level number or boolean of a one-line JSON summary.
 json_field() { grep -o "\"$2\":[^,}]*" "$1" | head -1 | cut -d: -f2; }
 
 echo "== bad input"
 source "$here/bad_inputs.sh"
+# Leading zeros are decimal, not octal: 010 is ten.
+bad_inputs=$((bad_inputs + 1))
+expect_run cli.leading_zeros_are_decimal 0 '"n":10,' 60 "$cli" bench comm --transport local --workers 2 --n 010 --iters 1 --json
 source "$here/hostile_names.sh"
 
 if with_torch; then
@@ -138,6 +148,15 @@ if with_torch; then
     "${ckpt[@]}" --resume "$work/flip"
   expect_fault checkpoint.other_options_refused nonzero 'written with other training options' 60 \
     "${ckpt[@]}" --resume "$work/torn" --lr 0.2
+  # Rank files swapped between ranks: each checkpoint knows whose state it holds.
+  expect_run checkpoint.swap_source 0 '"iterations":30' 120 "${ckpt[@]}" --json --out "$work/swap"
+  for f in ckpt prev.ckpt; do
+    mv "$work/swap/checkpoints/rank-0.$f" "$work/swap/checkpoints/swap.tmp"
+    mv "$work/swap/checkpoints/rank-1.$f" "$work/swap/checkpoints/rank-0.$f"
+    mv "$work/swap/checkpoints/swap.tmp" "$work/swap/checkpoints/rank-1.$f"
+  done
+  expect_fault checkpoint.swapped_ranks_refused nonzero "rank-[01].ckpt is not rank [01]'s state \(it was written by rank [01] of 2\)" 60 \
+    "${ckpt[@]}" --resume "$work/swap"
 fi
 
 if with_torch && with_mpi; then
@@ -192,6 +211,104 @@ if with_torch && with_mpi; then
   expect_fault mpi.rank_hangs nonzero 'timed out after 3000 ms .*rank 1' 60 \
     "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" train --model mlp --network none --max-iters 30 --timeout-ms 3000 \
     --inject-fault hang:1:5 --out "$work/mpi-hang"
+fi
+
+echo "== results are written or the command fails"
+# A full disk: a tiny tmpfs filled to the brim (or, where mounting is not allowed, a file size
+# limit of 0 with SIGXFSZ ignored, so that writes fail with EFBIG instead of killing).
+full="$work/full"
+mkdir -p "$full"
+if mount -t tmpfs -o size=64k sparsgd-full "$full" 2>/dev/null; then
+  mounted_full=1
+  dd if=/dev/zero of="$full/filler" bs=1k 2>/dev/null
+  on_full_disk=()
+  full_disk_regex='No space left on device'
+else
+  mounted_full=0
+  on_full_disk=(sh -c 'trap "" XFSZ; ulimit -f 0; exec "$@"' sh)
+  full_disk_regex='File too large|No space left on device'
+fi
+bad_inputs=$((bad_inputs + 1))
+expect_run io.json_to_full_stdout nonzero 'cannot write to standard output: No space left on device' 60 \
+  sh -c '"$1" bench comm --workers 2 --n 1000 --iters 1 --json >/dev/full' sh "$cli"
+bad_inputs=$((bad_inputs + 1))
+expect_run io.simulate_out_on_full_disk nonzero "cannot (create|write) .*($full_disk_regex)" 60 \
+  "${on_full_disk[@]}" "$cli" simulate --model resnet20 --out "$full/sim"
+if with_torch; then
+  bad_inputs=$((bad_inputs + 1))
+  expect_run io.train_on_full_disk nonzero "cannot (create|write|open) .*($full_disk_regex)" 120 \
+    "${on_full_disk[@]}" "$cli" train --model mlp --workers 2 --max-iters 20 --network none --out "$full/run"
+  grep -q '^wrote ' "$work/io.train_on_full_disk.log" && fail io.train_on_full_disk "it claims to have written files"
+fi
+if [ "$mounted_full" = 1 ]; then umount "$full"; fi
+
+if with_torch; then
+  echo "== metrics across a SIGKILL, and resumes that would destroy results"
+  kill_run="$work/killed"
+  resume_train=("$cli" train --model mlp --workers 2 --network none --checkpoint-every 10 --max-iters 200)
+  faults=$((faults + 1))
+  "${resume_train[@]}" --out "$kill_run" >"$work/killed.log" 2>&1 </dev/null &
+  job=$!
+  waited=0
+  while kill -0 "$job" 2>/dev/null && [ "$waited" -lt 600 ]; do
+    [ "$(ls "$kill_run/checkpoints" 2>/dev/null | grep -c '^rank-.\.prev\.ckpt$')" = 2 ] &&
+      [ "$(tail -n 1 "$kill_run/metrics.csv" 2>/dev/null | cut -d, -f2)" -ge 35 ] 2>/dev/null && break
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  kill -KILL "$job" 2>/dev/null
+  wait "$job" 2>/dev/null
+  if [ -f "$kill_run/summary.json" ]; then
+    fail metrics.sigkill_then_resume "the run finished before it could be killed"
+  else
+    printf '0,77,0.5' >>"$kill_run/metrics.csv"  # the torn half row a SIGKILL mid-write leaves
+    expect_run metrics.sigkill_then_resume 0 '"resumed":true' 120 "${resume_train[@]}" --resume "$kill_run" --json
+    steps=$(tail -n +2 "$kill_run/metrics.csv" | cut -d, -f2 | tr '\n' ' ')
+    expected=$(seq 1 200 | tr '\n' ' ')
+    [ "$steps" = "$expected" ] ||
+      fail metrics.sigkill_then_resume "metrics.csv does not hold each of the steps 1..200 once: $(echo "$steps" | head -c 300)"
+  fi
+  if [ -f "$kill_run/summary.json" ]; then
+    before=$(cksum <"$kill_run/summary.json")$(cksum <"$kill_run/metrics.csv")
+    expect_refused resume.shorter_run_refused nonzero 'beyond the 100 iterations of this run' 60 \
+      "$cli" train --model mlp --workers 2 --network none --checkpoint-every 10 --max-iters 100 --resume "$kill_run"
+    [ "$before" = "$(cksum <"$kill_run/summary.json")$(cksum <"$kill_run/metrics.csv")" ] ||
+      fail resume.shorter_run_refused "the finished run's summary.json or metrics.csv changed"
+  fi
+fi
+
+if with_mpi; then
+  echo "== ranks that must agree, and what mpirun decides"
+  # Each rank its own options, from its rank: sh -c SCRIPT with $1 = the CLI.
+  expect_refused mpi.comm_ranks_disagree nonzero "ranks disagree on the bench comm options: '--n': 1000 on rank 0, 1001 on rank 1" 30 \
+    "$mpirun" -np 2 "${mpi_flags[@]}" sh -c 'exec "$1" bench comm --n $((1000 + OMPI_COMM_WORLD_RANK))' sparsgd-rank "$cli"
+  expect_refused mpi.comm_ranks_disagree_flag nonzero "ranks disagree on the bench comm options: '--verify': on on rank 0, off on ranks 2, 3" 30 \
+    "$mpirun" -np 4 "${mpi_flags[@]}" sh -c 'if [ "$OMPI_COMM_WORLD_RANK" -ge 2 ]; then exec "$1" bench comm --n 1000 --no-verify; else exec "$1" bench comm --n 1000; fi' sparsgd-rank "$cli"
+  expect_run mpi.comm_defaults_to_mpi_under_mpirun 0 'under mpirun \(OMPI_COMM_WORLD_SIZE=3 is set\): one worker per rank, 3 workers' 60 \
+    "$mpirun" -np 3 "${mpi_flags[@]}" "$cli" bench comm --n 1000 --iters 1
+  expect_refused mpi.comm_local_under_mpirun nonzero '--transport local under a launch of 2 ranks' 30 \
+    "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" bench comm --n 1000 --transport local
+  expect_refused mpi.comm_workers_contradict nonzero '--workers 3 contradicts this MPI launch of 2 ranks' 30 \
+    "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" bench comm --n 1000 --workers 3
+  expect_refused mpi.leftover_launcher_variable nonzero 'OMPI_COMM_WORLD_SIZE=4 announces a launch of 4 ranks, but MPI started this process in a job of 1' 30 \
+    env OMPI_COMM_WORLD_SIZE=4 "$cli" bench comm --n 1000
+  if with_torch; then
+    mpi_short=(train --model mlp --network none --max-iters 4)
+    expect_refused mpi.train_ranks_disagree nonzero "ranks disagree on the training options: '--seed': 1 on rank 0, 2 on rank 2" 30 \
+      "$mpirun" -np 3 "${mpi_flags[@]}" sh -c 'exec "$1" train --model mlp --network none --max-iters 4 --out "'"$work/disagree"'" --seed $((1 + (OMPI_COMM_WORLD_RANK == 2)))' sparsgd-rank "$cli"
+    expect_refused mpi.train_checkpoint_settings_disagree nonzero "ranks disagree on the training options: '--checkpoint-every': 0 on rank 0, 2 on rank 1" 30 \
+      "$mpirun" -np 2 "${mpi_flags[@]}" sh -c 'exec "$1" train --model mlp --network none --max-iters 4 --out "'"$work/disagree"'" --checkpoint-every $((2 * OMPI_COMM_WORLD_RANK))' sparsgd-rank "$cli"
+    expect_refused mpi.train_workers_contradict nonzero '--workers 4 contradicts this MPI launch of 2 ranks' 30 \
+      "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" "${mpi_short[@]}" --workers 4 --out "$work/contradict"
+    expect_refused mpi.train_leftover_launcher_variable nonzero 'PMI_SIZE=3 announces a launch of 3 ranks' 30 \
+      env PMI_SIZE=3 "$cli" "${mpi_short[@]}" --out "$work/leftover"
+    # Without --out, every rank uses rank 0's default directory (named after its clock).
+    mkdir -p "$work/default-out"
+    expect_run mpi.train_default_out_dir_shared 0 '"iterations":4' 120 \
+      sh -c 'cd "$1" && shift && exec "$@"' sh "$work/default-out" "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" "${mpi_short[@]}" --json
+    runs_made=$(find "$work/default-out/runs" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+    [ "$runs_made" = 1 ] || fail mpi.train_default_out_dir_shared "expected one run directory, found $runs_made"
+  fi
 fi
 
 # The library's own fault tests: each injects one fault or one bad input into a component.

@@ -19,4 +19,8 @@ using ConfigFields = std::vector<std::pair<std::string, std::string>>;
 // `what` names the configuration in the message ("the DDP hook's options").
 void check_ranks_agree(transport::Transport& t, const ConfigFields& fields, const std::string& what);
 
+// Collective. Every rank returns rank 0's `text` (a value one rank decides for all, such as a
+// default run directory named after rank 0's clock).
+std::string broadcast_text(transport::Transport& t, const std::string& text);
+
 }  // namespace sparsgd::collectives

@@ -26,9 +26,6 @@ class MpiSession {
   bool owns_ = false;
 };
 
-// True when this process was started by mpirun/mpiexec (Open MPI, MPICH or a PMIx launcher).
-bool launched_by_mpirun();
-
 class MpiTransport final : public Transport {
  public:
   explicit MpiTransport(MPI_Comm comm = MPI_COMM_WORLD);
