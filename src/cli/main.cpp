@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/stop_request.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"sparsgd: sparse gradient exchange (gTop-k, rTop-k, Top-k) for data-parallel SGD"};
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
     }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const sparsgd::Interrupted& e) {
+    std::fprintf(stderr, "sparsgd: %s\n", e.what());
+    return 128 + e.signal();
   } catch (const sparsgd::Error& e) {
     std::fprintf(stderr, "sparsgd: error: %s\n", e.what());
     return 2;

@@ -19,6 +19,7 @@
 #include "cli/validators.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/stop_request.hpp"
 #include "sparsgd/torch/trainer.hpp"
 
 namespace sparsgd::cli {
@@ -106,6 +107,8 @@ void run_train(TrainConfig config, bool json, bool mpi, bool workers_given) {
   const bool default_out = config.out_dir.empty() && config.resume_dir.empty();
   if (config.out_dir.empty()) config.out_dir = config.resume_dir.empty() ? default_out_dir() : config.resume_dir;
   torch_layer::validate(config);
+  // SIGINT/SIGTERM end the run between iterations, saying what was saved and how to resume.
+  install_stop_handlers();
   Progress observer(json);
   if (!mpi) {
     finish(config, torch_layer::train(config, &observer), json);

@@ -29,6 +29,7 @@
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/fault_plan.hpp"
 #include "sparsgd/core/file_io.hpp"
+#include "sparsgd/core/stop_request.hpp"
 #include "sparsgd/torch/distributed_optimizer.hpp"
 #include "sparsgd/torch/training_optimizer.hpp"
 #include "sparsgd/torch/fashion_mnist.hpp"
@@ -471,6 +472,12 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   }
   if (reporter && observer) observer->on_start(summary, steps_total);
 
+  std::optional<std::uint64_t> last_checkpoint;
+  fs::path last_checkpoint_run = out_dir;
+  if (summary.resumed) {
+    last_checkpoint = step;
+    last_checkpoint_run = c.resume_dir;
+  }
   auto save_checkpoint = [&](int epoch, std::uint64_t next_iteration) {
     // Every row the checkpoint covers is on disk before the checkpoint is.
     if (metrics) metrics->durable();
@@ -500,7 +507,28 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
       crash_while_writing((dir / rank_file).string(), ckpt);
     }
     write_checkpoint((dir / rank_file).string(), ckpt, (dir / previous_rank_file).string());
+    last_checkpoint = step;
+    last_checkpoint_run = out_dir;
     if (simulated) simulated->discard_compute();
+  };
+  // SIGINT or SIGTERM (when the program installed the handlers): stop between iterations, with
+  // the rows so far on disk, saying what can be resumed.
+  auto stop_if_asked = [&] {
+    const int signal = stop_requested();
+    if (signal == 0) return;
+    if (metrics) metrics->durable();
+    std::string message = "interrupted by " + signal_name(signal) + " after iteration " + std::to_string(step) + "; ";
+    if (!last_checkpoint) {
+      message += c.checkpoint_every > 0 ? "no checkpoint was written yet: nothing to resume from"
+                                        : "no checkpoints (--checkpoint-every 0): nothing to resume from";
+    } else {
+      // This rank's; the others may be a checkpoint ahead or behind, and a resume starts from the
+      // newest iteration that every rank holds.
+      message += "rank " + std::to_string(rank) + "'s newest checkpoint is at iteration " +
+                 std::to_string(*last_checkpoint) + " in " + (last_checkpoint_run / "checkpoints").string() +
+                 ": continue with the same options and --resume " + last_checkpoint_run.string();
+    }
+    throw Interrupted(message, signal);
   };
 
   bool stopped = false;
@@ -519,6 +547,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
         stopped = true;
         break;
       }
+      stop_if_asked();
       const std::size_t lo = std::min(shard_end, shard_begin + it * static_cast<std::size_t>(c.batch_size));
       const std::size_t hi = std::min(shard_end, lo + static_cast<std::size_t>(c.batch_size));
       const double cpu_start = transport::thread_cpu_seconds();

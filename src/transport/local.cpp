@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "sparsgd/core/stop_request.hpp"
+
 namespace sparsgd::transport {
 
 LocalContext::LocalContext(int size) : size_(size), mailboxes_(static_cast<std::size_t>(std::max(size, 0))) {
@@ -192,6 +194,8 @@ void run_local_workers(int workers, const std::function<void(Transport&)>& body,
         std::rethrow_exception(error);
       } catch (const TransportError&) {
         throw;
+      } catch (const Interrupted&) {
+        throw;  // a stop the user asked for, said as it is
       } catch (const InvalidArgument& e) {
         throw InvalidArgument("worker " + std::to_string(r) + ": " + e.what());
       } catch (const InvalidData& e) {

@@ -83,7 +83,7 @@ MpiTransport::~MpiTransport() {
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
-void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Status* status) {
+void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Status* status, Kind kind) {
   if constexpr (kSimulated) {
     check(MPI_Wait(&request, status), ("MPI_Wait " + what).c_str());
     return;
@@ -103,7 +103,7 @@ void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Statu
     }
     if (done) return;
     if (clock::now() > deadline) {
-      MPI_Cancel(&request);
+      if (kind == Kind::point_to_point) MPI_Cancel(&request);
       throw TransportError("rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout().count()) +
                            " ms " + what);
     }
@@ -118,7 +118,7 @@ void MpiTransport::barrier() {
   }
   MPI_Request request;
   check(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
-  wait(request, "in a barrier");
+  wait(request, "in a barrier (a rank that stopped or never arrived)", MPI_STATUS_IGNORE, Kind::collective);
 }
 
 void MpiTransport::abort(const std::string& reason) noexcept {
@@ -229,7 +229,7 @@ bool MpiTransport::native_allreduce_sum(std::span<float> values, std::span<const
     } else {
       MPI_Request request;
       check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op, comm_, &request), "MPI_Iallreduce");
-      wait(request, what);
+      wait(request, what, MPI_STATUS_IGNORE, Kind::collective);
     }
   };
   // MPI_Allreduce with differing counts is undefined behaviour, so agree on the parameters first.

@@ -211,6 +211,13 @@ if with_torch && with_mpi; then
   expect_fault mpi.rank_hangs nonzero 'timed out after 3000 ms .*rank 1' 60 \
     "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" train --model mlp --network none --max-iters 30 --timeout-ms 3000 \
     --inject-fault hang:1:5 --out "$work/mpi-hang"
+  # A rank silent inside MPI's own allreduce: the timeout is ours (a collective request is never
+  # cancelled, which would make Open MPI abort the job with its own message instead).
+  expect_fault mpi.rank_hangs_in_collective nonzero 'rank 0: timed out after 3000 ms .*(allreduce|MPI_Allreduce)' 60 \
+    "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" train --model mlp --network none --max-iters 30 --timeout-ms 3000 \
+    --compressor none --aggregator dense --density 1 --inject-fault hang:1:5 --out "$work/mpi-hang-dense"
+  grep -q 'MPI_Cancel\|MPI_ERR_' "$work/mpi.rank_hangs_in_collective.log" &&
+    fail mpi.rank_hangs_in_collective "MPI itself reported an error: $(grep -m1 'MPI_Cancel\|MPI_ERR_' "$work/mpi.rank_hangs_in_collective.log")"
 fi
 
 echo "== results are written or the command fails"
@@ -275,6 +282,54 @@ if with_torch; then
     [ "$before" = "$(cksum <"$kill_run/summary.json")$(cksum <"$kill_run/metrics.csv")" ] ||
       fail resume.shorter_run_refused "the finished run's summary.json or metrics.csv changed"
   fi
+fi
+
+if with_torch; then
+  echo "== SIGTERM and SIGINT"
+  # stop_run NAME SIGNAL STATUS REGEX ARGS...: starts a long run, signals it once it has written a
+  # checkpoint (or, without checkpoints, once it trains), and expects STATUS and REGEX within 30 s.
+  stop_run() {
+    local name=$1 signal=$2 want=$3 regex=$4
+    shift 4
+    faults=$((faults + 1))
+    local log="$work/$name.log" dir="$work/$name"
+    "$cli" train --model mlp --workers 2 --network none --epochs 50 --out "$dir" "$@" >"$log" 2>&1 </dev/null &
+    local job=$! waited=0 ready="$dir/metrics.csv"
+    grep -q -- --checkpoint-every <<<"$*" && ready="$dir/checkpoints/rank-1.ckpt"
+    while kill -0 "$job" 2>/dev/null && [ ! -f "$ready" ] && [ "$waited" -lt 600 ]; do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    sleep 0.5
+    kill -"$signal" "$job" 2>/dev/null
+    local start=$SECONDS
+    while kill -0 "$job" 2>/dev/null && [ $((SECONDS - start)) -lt 30 ]; do sleep 0.1; done
+    if kill -0 "$job" 2>/dev/null; then
+      kill -KILL "$job"
+      fail "$name" "still running 30 s after $signal"
+      return
+    fi
+    wait "$job"
+    local status=$?
+    if [ "$status" -ne "$want" ]; then
+      fail "$name" "exit status $status, expected $want: $(tail -c 400 "$log")"
+    elif ! grep -Eq -- "$regex" "$log"; then
+      fail "$name" "output did not match /$regex/: $(tail -c 400 "$log")"
+    else
+      pass "$name ($(grep -o 'interrupted.*' "$log" | head -c 160))"
+    fi
+  }
+  stop_run signal.term_with_checkpoints TERM 143 \
+    "sparsgd: interrupted by SIGTERM after iteration [0-9]+; rank [01]'s newest checkpoint is at iteration [0-9]+ in .*/checkpoints: continue with the same options and --resume " \
+    --checkpoint-every 5
+  saved=$(grep -o 'newest checkpoint is at iteration [0-9]*' "$work/signal.term_with_checkpoints.log" | grep -o '[0-9]*$')
+  if [ -n "$saved" ]; then
+    expect_run signal.resume_after_term 0 '"resumed":true,"resumed_at":[1-9]' 120 \
+      "$cli" train --model mlp --workers 2 --network none --epochs 50 --checkpoint-every 5 --max-iters $((saved + 5)) \
+      --resume "$work/signal.term_with_checkpoints" --json
+  fi
+  stop_run signal.int_without_checkpoints INT 130 \
+    "sparsgd: interrupted by SIGINT after iteration [0-9]+; no checkpoints \(--checkpoint-every 0\): nothing to resume from"
 fi
 
 if with_mpi; then

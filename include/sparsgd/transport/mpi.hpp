@@ -50,7 +50,12 @@ class MpiTransport final : public Transport {
 
  private:
   // Polls `request` to completion (its status into `status`, if given); throws on error or timeout.
-  void wait(MPI_Request& request, const std::string& what, MPI_Status* status = MPI_STATUS_IGNORE);
+  // A timed-out point-to-point request is cancelled; a collective one (barrier, allreduce) is left
+  // as it is, since cancelling it is erroneous in MPI and makes Open MPI abort the job itself,
+  // without our message.
+  enum class Kind { point_to_point, collective };
+  void wait(MPI_Request& request, const std::string& what, MPI_Status* status = MPI_STATUS_IGNORE,
+            Kind kind = Kind::point_to_point);
   // Posts the receive (into max_bytes), then the optional send, runs the work in flight, and waits
   // for both: sendrecv, and under SMPI every receive (no probe there: it would cost simulated time).
   struct Outgoing {
