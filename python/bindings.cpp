@@ -195,14 +195,8 @@ py::tuple reference_average(const std::string& compressor, const std::string& ag
     selections.push_back(std::move(selection));
   }
   const auto want = collectives::reference_aggregate(aggregator, selections, k);
-  const auto workers = static_cast<float>(accs.size());
-  torch::Tensor average = torch::zeros({static_cast<std::int64_t>(n)});
-  float* out = average.data_ptr<float>();
-  if (want.dense) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = want.dense_sum[i] / workers;
-  } else {
-    for (std::size_t j = 0; j < want.sum.size(); ++j) out[want.sum.indices[j]] = want.sum.values[j] / workers;
-  }
+  std::vector<float> mean = collectives::reference_average(want, n, static_cast<int>(accs.size()));
+  torch::Tensor average = torch::from_blob(mean.data(), {static_cast<std::int64_t>(n)}).clone();
   py::list residuals, consumed;
   for (std::size_t w = 0; w < accs.size(); ++w) {
     float* r = contiguous[w].data_ptr<float>();

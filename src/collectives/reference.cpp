@@ -145,4 +145,17 @@ ReferenceAggregation reference_aggregate(const std::string& aggregator, const st
   throw InvalidArgument("reference: unknown aggregator '" + aggregator + "'");
 }
 
+std::vector<float> reference_average(const ReferenceAggregation& aggregation, std::size_t n, int workers) {
+  const auto p = static_cast<float>(workers);
+  std::vector<float> average(n, 0.0f);
+  if (aggregation.dense) {
+    for (std::size_t i = 0; i < n && i < aggregation.dense_sum.size(); ++i) average[i] = aggregation.dense_sum[i] / p;
+  } else {
+    for (std::size_t j = 0; j < aggregation.sum.size(); ++j) {
+      average[aggregation.sum.indices[j]] = aggregation.sum.values[j] / p;
+    }
+  }
+  return average;
+}
+
 }  // namespace sparsgd::collectives

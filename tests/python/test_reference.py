@@ -121,8 +121,9 @@ def test_hook_average_and_residuals_match_reference(run_workers, world_size, com
     assert records[0][-1]["stats"]["exchanges"] == len(records[0][-1]["buckets"])
 
 
-@pytest.mark.parametrize("world_size,compressor,aggregator,density",
-                         [(4, "topk", "gtopk-rd", 0.05), (3, "topk", "allgather", 0.05), (3, "none", "dense", 1.0)])
+# One case: the C++ test of the averager covers the arithmetic for every aggregator, compressor
+# and P (tests/torch/averager_test.cpp); this one covers the hook's velocities across the rebuild.
+@pytest.mark.parametrize("world_size,compressor,aggregator,density", [(4, "topk", "gtopk-rd", 0.05)])
 def test_hook_momentum_correction_matches_reference(run_workers, world_size, compressor, aggregator, density):
     """DGC's momentum correction: each worker's velocity (which follows its parameters through
     DDP's bucket rebuild) is what the hook exchanges with error feedback, and what the sum consumed

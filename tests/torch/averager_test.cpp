@@ -73,14 +73,7 @@ void run_case(int workers, const std::string& compressor, const std::string& agg
       selector->compress(acc[W], k, {static_cast<std::uint64_t>(s), w}, selections[W]);
     }
     const auto want = collectives::reference_aggregate(aggregator, selections, k);
-    std::vector<float> expected(n, 0.0f);
-    if (want.dense) {
-      for (std::size_t i = 0; i < n; ++i) expected[i] = want.dense_sum[i] / static_cast<float>(workers);
-    } else {
-      for (std::size_t j = 0; j < want.sum.size(); ++j) {
-        expected[want.sum.indices[j]] = want.sum.values[j] / static_cast<float>(workers);
-      }
-    }
+    const std::vector<float> expected = collectives::reference_average(want, n, workers);
     double mass_out = 0.0;
     for (int w = 0; w < workers; ++w) {
       const auto W = static_cast<std::size_t>(w);

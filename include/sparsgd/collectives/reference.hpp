@@ -29,6 +29,10 @@ struct ReferenceAggregation {
 ReferenceAggregation reference_aggregate(const std::string& aggregator, const std::vector<SparseVector>& selections,
                                          std::size_t k);
 
+// The reference's sum as the average over `workers` that the torch layer returns: n floats, the
+// sum divided by the worker count once, 0 where no selection carried an entry.
+std::vector<float> reference_average(const ReferenceAggregation& aggregation, std::size_t n, int workers);
+
 // Whether two float sums of the same `terms` terms, taken in different orders, agree within the
 // worst-case rounding bound 2 * gamma(terms - 1) * magnitude (Higham), where gamma(m) = m u / (1 - m u).
 bool sums_agree(float a, float b, double magnitude, int terms);
