@@ -156,7 +156,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--out", c->out_dir, "run directory (default: runs/train-TIMESTAMP)")->check(non_empty_path());
   cmd->add_option("--checkpoint-every", c->checkpoint_every, "checkpoint every N iterations (0: never)")->capture_default_str();
   cmd->add_option("--resume", c->resume_dir, "continue the run whose checkpoints are in DIR")->check(non_empty_path());
-  cmd->add_option("--max-iters", c->max_iters, "stop after N iterations in all")->check(non_negative_integer());
+  cmd->add_option("--max-iters", c->max_iters, "stop after N iterations in all (0: no limit)")->check(non_negative_integer());
   cmd->add_option("--data", c->data_dir, "Fashion-MNIST directory")->check(non_empty_path())->capture_default_str();
   cmd->add_option("--timeout-ms", c->timeout_ms, "longest wait for a peer")->capture_default_str();
   cmd->add_option("--on-nonfinite", c->on_nonfinite,
