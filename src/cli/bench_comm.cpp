@@ -626,18 +626,14 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
 
 // Everything that must be the same on every rank (not --workers: one per rank).
 collectives::ConfigFields comm_config_fields(const CommOptions& o) {
-  auto exact = [](double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.17g", v);
-    return std::string(text);
-  };
+  using collectives::field_value;
   return {{"--n", std::to_string(o.n)},
-          {"--density", exact(o.density)},
+          {"--density", field_value(o.density)},
           {"--compressor", o.compressor},
           {"--aggregator", o.aggregator},
           {"--network", o.network},
           {"--model-network", o.model_network},
-          {"--r-factor", exact(o.r_factor)},
+          {"--r-factor", field_value(o.r_factor)},
           {"--iters", std::to_string(o.iters)},
           {"--seed", std::to_string(o.seed)},
           {"--timeout-ms", std::to_string(o.timeout_ms)},

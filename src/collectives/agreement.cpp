@@ -1,6 +1,7 @@
 #include "sparsgd/collectives/agreement.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -73,6 +74,12 @@ std::string compare(const std::vector<ConfigFields>& all) {
 }
 
 }  // namespace
+
+std::string field_value(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
 
 void check_ranks_agree(transport::Transport& t, const ConfigFields& fields, const std::string& what) {
   const std::string mine = encode(fields);

@@ -17,6 +17,18 @@ namespace {
   throw Error("cannot " + what + " " + path.string() + ": " + std::strerror(error));
 }
 
+// Writes all of `data` to fd; 0, or the errno of the failure (ENOSPC for a write that wrote nothing).
+int write_all(int fd, std::string_view data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : ENOSPC;
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
 }  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
@@ -24,17 +36,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   temporary += ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("create", temporary, errno);
-  std::size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      fail("write", path, error);
-    }
-    done += static_cast<std::size_t>(n);
+  if (const int error = write_all(fd, contents); error != 0) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    fail("write", path, error);
   }
   // Some file systems report a full disk only at fsync or close.
   if (::fsync(fd) != 0) {
@@ -70,17 +75,10 @@ void AppendFile::append(std::string_view text) {
 }
 
 void AppendFile::write_out() {
-  std::size_t done = 0;
-  while (done < pending_.size()) {
-    const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      pending_.erase(0, done);
-      fail("write", path_, n < 0 ? errno : ENOSPC);
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  const int error = write_all(fd_, pending_);
+  // After a failure part of the rows may be in the file: a torn tail, which a resume repairs.
   pending_.clear();
+  if (error != 0) fail("write", path_, error);
 }
 
 void AppendFile::durable() {

@@ -88,29 +88,24 @@ std::string fingerprint(const TrainConfig& c, int workers) {
   return os.str();
 }
 
-std::string exact(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", v);
-  return text;
-}
-
 // Everything that must be the same on every rank, named as the CLI names it. Not --workers (one
 // worker per rank under MPI) and not --data (a path on each host).
 collectives::ConfigFields run_config_fields(const TrainConfig& c) {
+  using collectives::field_value;
   return {{"--model", c.model},
           {"--compressor", c.compressor},
-          {"--r-factor", exact(c.r_factor)},
+          {"--r-factor", field_value(c.r_factor)},
           {"--aggregator", c.aggregator},
-          {"--density", exact(c.density)},
-          {"--warmup-density", exact(c.warmup_density)},
+          {"--density", field_value(c.density)},
+          {"--warmup-density", field_value(c.warmup_density)},
           {"--epochs", std::to_string(c.epochs)},
           {"--batch-size", std::to_string(c.batch_size)},
-          {"--lr", exact(c.lr)},
+          {"--lr", field_value(c.lr)},
           {"--optimizer", c.optimizer},
-          {"--momentum", exact(c.momentum)},
+          {"--momentum", field_value(c.momentum)},
           {"--nesterov", c.nesterov ? "on" : "off"},
-          {"--weight-decay", exact(c.weight_decay)},
-          {"--warmup-epochs", exact(c.warmup_epochs)},
+          {"--weight-decay", field_value(c.weight_decay)},
+          {"--warmup-epochs", field_value(c.warmup_epochs)},
           {"--lr-schedule", c.lr_schedule},
           {"--momentum-correction", c.momentum_correction ? "on" : "off"},
           {"--per-layer", c.per_layer ? "on" : "off"},

@@ -14,6 +14,9 @@ namespace sparsgd::collectives {
 
 using ConfigFields = std::vector<std::pair<std::string, std::string>>;
 
+// A number as a field's value: every bit shows (%.17g), so options that differ anywhere differ.
+std::string field_value(double value);
+
 // Collective. Throws InvalidArgument on every rank if any rank's fields differ from rank 0's
 // (names, order or values), e.g. "ranks disagree on 'density': 0.01 on rank 0, 0.001 on ranks 2, 3".
 // `what` names the configuration in the message ("the DDP hook's options").
