@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/memory_report.hpp"
 #include "cli/mpi_job.hpp"
 #include "cli/statistics.hpp"
 #include "cli/validators.hpp"
@@ -25,6 +26,7 @@
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/hash.hpp"
+#include "sparsgd/core/memory.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/transport/local.hpp"
@@ -336,6 +338,7 @@ struct Report {
   bool matches = true;
   double conservation_rel_error = 0.0;
   std::string first_mismatch;
+  MemoryUse memory;
 };
 
 // Per iteration, the slowest worker's value.
@@ -415,7 +418,8 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"bytes_sent_per_worker", {{"max", max_bytes}, {"mean", mean_bytes}}},
                           {"messages_per_worker", {{"max", max_messages}}},
                           {"conservation_rel_error", o.verify ? nlohmann::json(r.conservation_rel_error) : nlohmann::json()},
-                          {"matches_reference", o.verify ? nlohmann::json(r.matches) : nlohmann::json()}};
+                          {"matches_reference", o.verify ? nlohmann::json(r.matches) : nlohmann::json()},
+                          {"memory", memory_json(r.memory)}};
     std::printf("%s\n", doc.dump().c_str());
   } else {
     fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} network={} iters={}\n", o.transport,
@@ -442,6 +446,61 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
   }
 }
 
+// What bench comm allocates, in arrays of n floats (a) and of k (index, value) pairs. The
+// coefficients count the buffers of the code paths (gradient, residual, accumulator and top-k
+// scratch per worker; a dense sum and ring buffers for the dense aggregators; received and merged
+// pairs, P of them for allgather), rounded up, and tests/reliability checks them against the peak
+// resident memory of real runs. workers_here: workers in this process (MPI: ranks on this machine,
+// each one process, counted together since they share its memory); verifies_here: whether this
+// process keeps the results and replays all P workers serially to verify them (rank 0).
+MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int workers_here, bool verifies_here) {
+  const double n = static_cast<double>(o.n);
+  const double k = static_cast<double>(k_from_density(o.n, o.density));
+  const double array = 4.0 * n, pairs = 8.0 * k, p = workers;
+  double worker = 0;
+  if (o.aggregator == "dense") {
+    worker = 4.8 * array + 8 * pairs;
+  } else if (o.aggregator == "randk-shared") {
+    worker = 2.1 * array + 4 * pairs;
+  } else if (o.aggregator == "allgather") {
+    worker = 2.2 * array + (4 * p + 8) * pairs;
+  } else {
+    worker = 2.2 * array + 16 * pairs;
+  }
+  MemoryEstimate estimate;
+  estimate.add("threads and allocator", 32.0 * (1 << 20) + workers_here * 8.0 * (1 << 20));
+  if (!(o.verify && verifies_here)) {
+    estimate.add(fmt::format("{} worker{} x (gradient, residual, buffers)", workers_here, workers_here == 1 ? "" : "s"),
+                 workers_here * worker);
+    return estimate;
+  }
+  const double iters = o.iters;
+  const bool dense = o.aggregator == "dense";
+  const double kept = iters * (dense ? array : (o.aggregator == "allgather" ? p : 1.0) * pairs) + p * iters * k;
+  // The replay holds every worker's residual, one accumulator and the double-precision consumed
+  // sum, and runs after the workers have freed their buffers. The reference aggregation is plain
+  // (maps of entries that remember their contributors, about 25 pairs' worth an entry for the
+  // gTop-k merges), since it is the reference.
+  double reference = (p + 16 * (o.aggregator == "allgather" ? p : 1.0)) * pairs;
+  if (dense) reference = 3 * array + 6 * pairs;
+  if (o.aggregator == "gtopk" || o.aggregator == "gtopk-rd") reference = 25 * (p + (workers > 1 ? 2 : 0)) * pairs;
+  const double replay = (p + 3) * array + reference;
+  const double workers_phase = workers_here * worker;
+  if (workers_phase >= replay) {
+    estimate.add(fmt::format("{} worker{} x (gradient, residual, buffers)", workers_here, workers_here == 1 ? "" : "s"),
+                 workers_phase);
+  } else {
+    estimate.add(fmt::format("serial verification of {} workers (after them; --no-verify skips it)", workers), replay);
+  }
+  estimate.add(fmt::format("results kept for verification ({} iterations)", o.iters), kept);
+  return estimate;
+}
+
+void check_memory(const MemoryEstimate& estimate) {
+  require_memory("bench comm", estimate,
+                 "lower --n, --workers or --density, or pass --no-verify (the verification replays every worker)");
+}
+
 void validate_options(const CommOptions& o) {
   SPARSGD_ENFORCE(o.n >= 1, "--n must be at least 1");
   validate_length(o.n);
@@ -462,6 +521,9 @@ void validate_options(const CommOptions& o) {
 
 void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
   SPARSGD_ENFORCE(o.workers >= 1 && o.workers <= 4096, "--workers must be in [1, 4096], got " << o.workers);
+  const double resident_before = resident_bytes();
+  const MemoryEstimate memory = comm_memory_estimate(o, o.workers, o.workers, true);
+  check_memory(memory);
   std::vector<WorkerRecord> records(static_cast<std::size_t>(o.workers));
   records[0].keep_results = true;
   transport::run_local_workers(
@@ -490,6 +552,7 @@ void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
     report.first_mismatch = v.first_mismatch;
     report.conservation_rel_error = conservation_error(consumed_sum, records[0].results.back());
   }
+  report.memory = {memory.total(), resident_before, peak_resident_bytes()};
   print_report(o, o.workers, network, report);
 }
 
@@ -574,6 +637,11 @@ std::vector<WorkerRecord> gather_checked(transport::Transport& t, WorkerRecord&&
 // residuals of n floats, so it is done once, not on every rank); the others send it their digests
 // and consumed flags and it alone reports.
 void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport::NetworkSpec& network) {
+  const double resident_before = resident_bytes();
+  const MemoryEstimate memory =
+      comm_memory_estimate(o, t.size(), static_cast<int>(std::min<long>(detect_mpi_launch().local_size, t.size())),
+                           t.rank() == 0);
+  check_memory(memory);
   WorkerRecord record;
   record.keep_results = t.rank() == 0;
   run_worker(o, network, t, record);
@@ -621,6 +689,7 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
     report.first_mismatch = v.first_mismatch;
     report.conservation_rel_error = conservation_error(consumed_sum, records[0].results.back());
   }
+  report.memory = {memory.total(), resident_before, peak_resident_bytes()};
   print_report(o, t.size(), network, report);
 }
 

@@ -13,11 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/memory_report.hpp"
 #include "cli/statistics.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/memory.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/select/magnitude.hpp"
 #include "sparsgd/select/topk.hpp"
@@ -86,6 +88,15 @@ void run_bench_select(const SelectOptions& opt) {
   SPARSGD_ENFORCE(opt.repeat >= 1, "--repeat must be at least 1, got " << opt.repeat);
   const Distribution dist = parse_distribution(opt.dist);
   const std::size_t k = k_from_density(opt.n, opt.density);
+  // The data, |x| copies for the nth_element and torch baselines, the radix fallback's keys, and
+  // each method's output (k pairs; candidates and sorted copies for the checks), measured against
+  // peak resident memory in tests/reliability.
+  MemoryEstimate memory;
+  memory.add("data, baselines' copies and scratch (7.5 arrays of n floats)", 7.5 * 4.0 * static_cast<double>(opt.n));
+  memory.add("selections (10 x k pairs)", 10 * 8.0 * static_cast<double>(k));
+  memory.add("threads and allocator", 32.0 * (1 << 20));
+  const double resident_before = resident_bytes();
+  require_memory("bench select", memory, "lower --n");
 
   std::vector<float> x(opt.n);
   fill_synthetic(x, dist, opt.seed);
@@ -164,7 +175,8 @@ void run_bench_select(const SelectOptions& opt) {
     const nlohmann::json doc = {{"n", opt.n},           {"k", k},
                                 {"density", opt.density}, {"dist", opt.dist},
                                 {"repeat", opt.repeat},   {"topk_path", select::to_string(topk_path)},
-                                {"results", results},     {"verified", verified}};
+                                {"results", results},     {"verified", verified},
+                                {"memory", memory_json({memory.total(), resident_before, peak_resident_bytes()})}};
     std::printf("%s\n", doc.dump().c_str());
   } else {
     fmt::print("select: n={} k={} density={} dist={} repeat={} (one thread; times in ms)\n", opt.n, k,

@@ -13,18 +13,35 @@
 
 namespace sparsgd::cli {
 
+namespace {
+
+// A positive decimal number, or nothing.
+std::optional<long> positive_decimal(const char* value) {
+  if (value == nullptr) return std::nullopt;
+  long number = 0;
+  const char* end = value + std::strlen(value);
+  const auto [at, ec] = std::from_chars(value, end, number);
+  if (ec == std::errc() && at == end && number > 0) return number;
+  return std::nullopt;
+}
+
+}  // namespace
+
 MpiLaunch detect_mpi_launch() {
   MpiLaunch launch;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"}) {
+    if (const auto local = positive_decimal(std::getenv(name))) {
+      launch.local_size = *local;
+      break;
+    }
+  }
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
     const char* value = std::getenv(name);
     if (value == nullptr) continue;
     launch.launched = true;
     launch.variable = name;
     if (std::strcmp(name, "OMPI_COMM_WORLD_SIZE") == 0 || std::strcmp(name, "PMI_SIZE") == 0) {
-      long size = 0;
-      const char* end = value + std::strlen(value);
-      const auto [at, ec] = std::from_chars(value, end, size);
-      if (ec == std::errc() && at == end && size > 0) launch.size = size;
+      launch.size = positive_decimal(value).value_or(-1);
     }
     break;
   }
@@ -63,7 +80,10 @@ void run_mpi_job(std::chrono::milliseconds timeout, const std::string& command, 
   } catch (const std::exception& e) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::fprintf(stderr, "sparsgd: error: rank %d: %s\n", rank, e.what());
+    // Transport errors already start with their rank; others get it here.
+    const std::string prefix = fmt::format("rank {}: ", rank);
+    const std::string message = e.what();
+    std::fprintf(stderr, "sparsgd: error: %s%s\n", message.rfind(prefix, 0) == 0 ? "" : prefix.c_str(), message.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }

@@ -22,6 +22,7 @@ struct MpiLaunch {
   bool launched = false;  // a launcher's variable is set
   std::string variable;   // the first one found, e.g. OMPI_COMM_WORLD_SIZE
   long size = -1;         // the world size it announces (-1: that variable does not say)
+  long local_size = 1;    // ranks on this machine (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS), for memory
 };
 
 // Open MPI (OMPI_COMM_WORLD_SIZE), MPICH/Hydra (PMI_SIZE), PMIx launchers (PMIX_RANK) and others

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/memory_report.hpp"
 #include "cli/validators.hpp"
 #include "cli/gnuplot.hpp"
 #include "cli/statistics.hpp"
@@ -21,6 +22,7 @@
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/file_io.hpp"
+#include "sparsgd/core/memory.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/sim/scaling.hpp"
 
@@ -41,8 +43,17 @@ struct SimulateOptions {
 
 // This library's compression side of one iteration at n: error-feedback accumulate, top-k, and
 // the residual update, median of 5 on synthetic normal gradients.
-double measured_compress_ms(std::size_t n, double density) {
+double measured_compress_ms(std::size_t n, double density, MemoryUse& use) {
   validate_length(n);
+  // Gradient, residual and top-k scratch, and the selection; measured against peak resident
+  // memory in tests/reliability.
+  MemoryEstimate memory;
+  memory.add("gradient, residual and scratch (2.2 arrays of n floats)", 2.2 * 4.0 * static_cast<double>(n));
+  memory.add("selection (8 x k pairs)", 8 * 8.0 * static_cast<double>(k_from_density(n, density)));
+  memory.add("threads and allocator", 32.0 * (1 << 20));
+  use.resident_before_bytes = resident_bytes();
+  use.estimate_bytes = memory.total();
+  require_memory("simulate --compress-ms measured", memory, "lower --params, or give --compress-ms in milliseconds");
   std::vector<float> gradient(n);
   fill_synthetic(gradient, Distribution::normal, 1);
   compress::ErrorFeedback feedback(n);
@@ -57,6 +68,7 @@ double measured_compress_ms(std::size_t n, double density) {
     feedback.commit(sent);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
+  use.peak_resident_bytes = peak_resident_bytes();
   return median(times);
 }
 
@@ -80,6 +92,8 @@ void run_simulate(const SimulateOptions& o) {
   if (o.params) {
     SPARSGD_ENFORCE(std::isfinite(*o.params) && *o.params >= 1 && *o.params <= 4294967295.0,
                     "--params must be a gradient length in [1, 2^32 - 1], got " << *o.params);
+    SPARSGD_ENFORCE(*o.params == std::floor(*o.params),
+                    "--params must be a whole number of gradient entries (25e6 is one), got " << *o.params);
   }
   if (o.compute_ms) {
     SPARSGD_ENFORCE(std::isfinite(*o.compute_ms) && *o.compute_ms >= 0,
@@ -95,8 +109,11 @@ void run_simulate(const SimulateOptions& o) {
   }
   double compress = 0;
   std::string compress_source;
+  std::optional<MemoryUse> memory;  // only the measurement allocates
   if (o.compress_ms == "measured") {
-    compress = measured_compress_ms(static_cast<std::size_t>(params), o.density);
+    validate_density(o.density);
+    memory.emplace();
+    compress = measured_compress_ms(static_cast<std::size_t>(params), o.density, *memory);
     compress_source = "measured here (this library)";
   } else if (!o.compress_ms.empty()) {
     compress = parse_ms(o.compress_ms, "--compress-ms");
@@ -109,8 +126,16 @@ void run_simulate(const SimulateOptions& o) {
   validate_density(o.density);
   const transport::NetworkSpec network = transport::parse_network(o.network);
   const auto rows = sim::scaling_table(params, compute, compress, o.density, o.workers, network);
+  // The paper's efficiencies hold for its own settings: once --params, --compute-ms or
+  // --compress-ms changes one, they describe another run, and are not shown beside this one.
+  std::vector<std::string> overrides;
+  if (o.params && preset && *o.params != preset->parameters) overrides.push_back("--params");
+  if (o.compute_ms && preset && preset->compute_ms != o.compute_ms) overrides.push_back("--compute-ms");
+  if (!o.compress_ms.empty() && preset && !(preset->compress_ms && compress_source == "given" && compress == *preset->compress_ms)) {
+    overrides.push_back("--compress-ms");
+  }
   auto paper = [&](const sim::ScalingRow& r) -> std::optional<double> {
-    if (!preset || r.workers != 32) return std::nullopt;
+    if (!preset || r.workers != 32 || !overrides.empty()) return std::nullopt;
     if (r.method == "dense") return preset->paper_dense;
     if (r.method == "topk") return preset->paper_topk;
     if (r.method == "gtopk") return preset->paper_gtopk;
@@ -127,11 +152,19 @@ void run_simulate(const SimulateOptions& o) {
     const nlohmann::json doc = {{"model", o.model},       {"parameters", params},
                                 {"density", o.density},   {"network", network.name},
                                 {"compute_ms", compute},  {"compress_ms", compress},
-                                {"compress_source", compress_source}, {"rows", out}};
+                                {"compress_source", compress_source}, {"rows", out},
+                                {"paper_figures_omitted_for", overrides},
+                                {"memory", memory ? memory_json(*memory) : nlohmann::json()}};
     std::printf("%s\n", doc.dump().c_str());
   } else {
     fmt::print("simulate: {} ({:.3g} parameters), density {}, network {}; compute {:.1f} ms, compression {:.1f} ms ({})\n",
                o.model, params, o.density, network.name, compute, compress, compress_source);
+    if (!overrides.empty()) {
+      std::string names;
+      for (const auto& name : overrides) names += (names.empty() ? "" : ", ") + name;
+      fmt::print("(no paper column: {} changes the {} preset, whose published figures are for its own settings)\n",
+                 names, o.model);
+    }
     fmt::print("{:<9} {:>6} {:>12} {:>12} {:>12} {:>11} {:>9}\n", "method", "P", "comm ms", "compress ms", "iter ms",
                "efficiency", "paper");
     for (const auto& r : rows) {

@@ -118,7 +118,7 @@ void run_train(TrainConfig config, bool json, bool mpi, bool workers_given) {
               workers_given ? std::optional<int>(config.workers) : std::nullopt, [&](transport::Transport& t) {
                 // Ranks started a second apart would name different default directories: rank 0's.
                 if (default_out) config.out_dir = collectives::broadcast_text(t, config.out_dir);
-                const TrainSummary summary = torch_layer::train_worker(t, config, &observer);
+                const TrainSummary summary = torch_layer::train_worker(t, config, &observer, static_cast<int>(detect_mpi_launch().local_size));
                 if (t.rank() == 0) finish(config, summary, json);
               });
 }

@@ -149,6 +149,14 @@ std::shared_ptr<Classifier> make_model(const std::string& name) {
   throw InvalidArgument("unknown model '" + name + "'; valid models: " + valid);
 }
 
+ActivationMemory activation_memory(const std::string& name) {
+  constexpr double kKiB = 1024.0, kMiB = 1024.0 * 1024.0;
+  if (name == "mlp") return {12 * kKiB, 12 * kKiB};
+  if (name == "cnn") return {0.26 * kMiB, 0.35 * kMiB};
+  if (name == "resnet20") return {1.35 * kMiB, 0.36 * kMiB};
+  throw InvalidArgument("activation_memory: unknown model '" + name + "'");
+}
+
 std::int64_t parameter_count(torch::nn::Module& module) {
   std::int64_t count = 0;
   for (const auto& p : module.parameters(/*recurse=*/true)) {

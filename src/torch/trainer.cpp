@@ -29,6 +29,7 @@
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/fault_plan.hpp"
 #include "sparsgd/core/file_io.hpp"
+#include "sparsgd/core/memory.hpp"
 #include "sparsgd/core/stop_request.hpp"
 #include "sparsgd/torch/distributed_optimizer.hpp"
 #include "sparsgd/torch/training_optimizer.hpp"
@@ -348,7 +349,8 @@ void inject_gradient_fault(const FaultPlan& fault, std::vector<torch::Tensor>& p
   std::_Exit(kCrashCheckpointExitStatus);
 }
 
-TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const Data& data, TrainObserver* observer) {
+TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const Data& data, TrainObserver* observer,
+                        const MemoryUse& memory_plan) {
   const int p = base.size();
   const int rank = base.rank();
   const bool reporter = rank == 0;
@@ -659,6 +661,8 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
   }
   summary.wall_seconds = wall_before + std::chrono::duration<double>(Clock::now() - start).count();
   if (metrics) metrics->durable();
+  summary.memory = memory_plan;
+  summary.memory.peak_resident_bytes = peak_resident_bytes();
   if (reporter && !out_dir.empty()) write_file_atomically(out_dir / "summary.json", to_json(summary) + '\n');
   return summary;
 }
@@ -672,6 +676,32 @@ void limit_blas_threads() {
 }
 
 Data load_data(const TrainConfig& c) { return {load_fashion_mnist(c.data_dir, true), load_fashion_mnist(c.data_dir, false)}; }
+
+// What the data allows and the machine holds, checked before any worker starts: a batch larger
+// than a worker's shard would silently train on the shard instead, and a run that cannot fit in
+// memory would be killed by the kernel mid-run with no word.
+MemoryUse check_run_fits(const TrainConfig& c, const Data& data, int workers, int workers_here) {
+  const auto n_train = static_cast<std::size_t>(data.train.size());
+  const auto [shard_begin, shard_end] = shard_range(n_train, workers, 0);  // shard 0 is a largest one
+  const std::size_t shard = shard_end - shard_begin;
+  SPARSGD_ENFORCE(shard >= 1, "--workers " << workers << " is more than the " << n_train << " training examples");
+  SPARSGD_ENFORCE(static_cast<std::size_t>(c.batch_size) <= shard,
+                  "--batch-size " << c.batch_size << " is more than a worker's shard (" << shard << " of the " << n_train
+                                  << " training examples over " << workers << " workers): every step would use the "
+                                     "whole shard instead; use at most "
+                                  << shard);
+  std::int64_t parameters = 0;
+  {
+    std::lock_guard lock(model_init_mutex);
+    parameters = parameter_count(*make_model(c.model));
+  }
+  const MemoryEstimate estimate = train_memory_estimate(c, parameters, shard, workers_here);
+  MemoryUse use;
+  use.estimate_bytes = estimate.total();
+  use.resident_before_bytes = resident_bytes();
+  require_memory("train", estimate, "lower --batch-size or --workers, or use a smaller --model");
+  return use;
+}
 
 }  // namespace
 
@@ -709,6 +739,22 @@ void validate(const TrainConfig& c) {
   parse_fault_plan(c.inject_fault);
   SPARSGD_ENFORCE(c.aggregator != "randk-shared" || c.compressor == "randk",
                   "the randk-shared aggregator needs the randk compressor");
+}
+
+MemoryEstimate train_memory_estimate(const TrainConfig& c, std::int64_t parameters, std::size_t shard_examples,
+                                     int workers_here) {
+  const ActivationMemory activations = activation_memory(c.model);
+  constexpr double kEvalBatch = 1000;  // evaluate()'s batch
+  const double batch = std::min<double>(c.batch_size, static_cast<double>(shard_examples));
+  const double per_worker = batch * activations.train_bytes_per_example +
+                            kEvalBatch * activations.eval_bytes_per_example +
+                            16.0 * 4.0 * static_cast<double>(parameters) + 16.0 * (1 << 20);
+  MemoryEstimate estimate;
+  estimate.add(std::to_string(workers_here) + (workers_here == 1 ? " worker" : " workers") + " x (activations of a batch of " + std::to_string(static_cast<long long>(batch)) +
+                   " and of an evaluation batch, parameter copies, thread)",
+               workers_here * per_worker);
+  estimate.add("allocator", 32.0 * (1 << 20));
+  return estimate;
 }
 
 std::string to_json(const TrainSummary& s) {
@@ -753,6 +799,10 @@ std::string to_json(const TrainSummary& s) {
       {"resumed", s.resumed},
       {"resumed_at", s.resumed_at},
       {"skipped_steps", s.skipped_steps},
+      {"memory",
+       {{"estimate_bytes", s.memory.estimate_bytes},
+        {"resident_before_bytes", s.memory.resident_before_bytes},
+        {"peak_resident_bytes", s.memory.peak_resident_bytes}}},
       {"history", epochs}};
   return doc.dump();
 }
@@ -764,12 +814,13 @@ TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
   torch::set_num_threads(1);
   limit_blas_threads();
   const Data data = load_data(config);
+  const MemoryUse memory = check_run_fits(config, data, config.workers, config.workers);
   TrainSummary summary;
   std::mutex summary_mutex;
   transport::run_local_workers(
       config.workers,
       [&](transport::Transport& t) {
-        TrainSummary mine = run_worker(t, config, data, t.rank() == 0 ? observer : nullptr);
+        TrainSummary mine = run_worker(t, config, data, t.rank() == 0 ? observer : nullptr, memory);
         if (t.rank() == 0) {
           std::lock_guard lock(summary_mutex);
           summary = std::move(mine);
@@ -779,12 +830,15 @@ TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
   return summary;
 }
 
-TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config, TrainObserver* observer) {
+TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config, TrainObserver* observer,
+                          int workers_on_this_machine) {
   validate(config);
   torch::set_num_threads(1);
   limit_blas_threads();
   const Data data = load_data(config);
-  return run_worker(transport, config, data, transport.rank() == 0 ? observer : nullptr);
+  const MemoryUse memory =
+      check_run_fits(config, data, transport.size(), std::clamp(workers_on_this_machine, 1, transport.size()));
+  return run_worker(transport, config, data, transport.rank() == 0 ? observer : nullptr, memory);
 }
 
 }  // namespace sparsgd::torch_layer

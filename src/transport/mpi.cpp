@@ -75,12 +75,107 @@ MpiTransport::MpiTransport(MPI_Comm comm) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  if constexpr (!kSimulated) {
+    check(MPI_Comm_dup(comm_, &census_comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(census_comm_, MPI_ERRORS_RETURN);
+  }
 }
 
 MpiTransport::~MpiTransport() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  for (MPI_Request& reply : census_replies_) {
+    if (reply != MPI_REQUEST_NULL) MPI_Request_free(&reply);
+  }
+  if (census_comm_ != MPI_COMM_NULL) MPI_Comm_free(&census_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+namespace {
+constexpr int kCensusQuery = 1;
+constexpr int kCensusReply = 2;
+constexpr std::chrono::milliseconds kCensusGrace{2000};
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+}  // namespace
+
+void MpiTransport::answer_census_queries() {
+  if (census_comm_ == MPI_COMM_NULL) return;
+  while (true) {
+    int pending = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kCensusQuery, census_comm_, &pending, &status) != MPI_SUCCESS || !pending) return;
+    MPI_Recv(nullptr, 0, MPI_BYTE, status.MPI_SOURCE, kCensusQuery, census_comm_, MPI_STATUS_IGNORE);
+    census_reply_values_.push_back(in_collective_);
+    census_replies_.push_back(MPI_REQUEST_NULL);
+    MPI_Isend(&census_reply_values_.back(), 1, MPI_UINT64_T, status.MPI_SOURCE, kCensusReply, census_comm_,
+              &census_replies_.back());
+  }
+}
+
+std::string MpiTransport::census(std::uint64_t collective) {
+  if (census_comm_ == MPI_COMM_NULL || size_ == 1) return "";
+  std::vector<std::uint64_t> where(static_cast<std::size_t>(size_), 0);
+  std::vector<MPI_Request> replies(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
+  std::vector<bool> answered(static_cast<std::size_t>(size_), false);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const auto ir = static_cast<std::size_t>(r);
+    MPI_Irecv(&where[ir], 1, MPI_UINT64_T, r, kCensusReply, census_comm_, &replies[ir]);
+    MPI_Request query = MPI_REQUEST_NULL;
+    MPI_Isend(nullptr, 0, MPI_BYTE, r, kCensusQuery, census_comm_, &query);
+    MPI_Request_free(&query);
+  }
+  const auto grace = std::min<std::chrono::milliseconds>(kCensusGrace, timeout());
+  const auto deadline = clock::now() + grace;
+  Poller poller;
+  int missing = size_ - 1;
+  while (missing > 0 && clock::now() < deadline) {
+    answer_census_queries();
+    for (int r = 0; r < size_; ++r) {
+      const auto ir = static_cast<std::size_t>(r);
+      if (r == rank_ || answered[ir]) continue;
+      int done = 0;
+      MPI_Test(&replies[ir], &done, MPI_STATUS_IGNORE);
+      if (done) {
+        answered[ir] = true;
+        --missing;
+      }
+    }
+    poller.pause();
+  }
+  std::vector<int> silent, with_me, elsewhere;
+  std::string elsewhere_text;
+  for (int r = 0; r < size_; ++r) {
+    const auto ir = static_cast<std::size_t>(r);
+    if (r == rank_) continue;
+    if (!answered[ir]) {
+      // A receive may be cancelled (only collectives may not).
+      MPI_Cancel(&replies[ir]);
+      MPI_Request_free(&replies[ir]);
+      silent.push_back(r);
+    } else if (where[ir] == collective) {
+      with_me.push_back(r);
+    } else {
+      elsewhere.push_back(r);
+      elsewhere_text += "; rank " + std::to_string(r) +
+                        (where[ir] == 0 ? " waits for a point-to-point message"
+                                        : " waits in another collective (#" + std::to_string(where[ir]) + ")");
+    }
+  }
+  std::string text = " (collective #" + std::to_string(collective) + ")";
+  if (!silent.empty()) {
+    text += "; " + rank_list(silent) + (silent.size() == 1 ? " does" : " do") + " not answer within " +
+            std::to_string(grace.count()) + " ms (busy, stuck or dead): " + (silent.size() == 1 ? "it has" : "they have") +
+            " not reached it";
+  }
+  if (!with_me.empty()) text += "; " + rank_list(with_me) + " wait" + (with_me.size() == 1 ? "s" : "") + " in it too";
+  return text + elsewhere_text;
 }
 
 void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Status* status, Kind kind) {
@@ -91,7 +186,14 @@ void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Statu
   const auto deadline = clock::now() + timeout();
   Poller poller;
   int done = 0;
+  const std::uint64_t collective = kind == Kind::collective ? ++collectives_entered_ : 0;
+  in_collective_ = collective;
+  struct Leave {
+    std::uint64_t& in;
+    ~Leave() { in = 0; }
+  } leave{in_collective_};
   while (true) {
+    answer_census_queries();
     const int code = MPI_Test(&request, &done, status);
     if (code != MPI_SUCCESS) {
       int error_class = MPI_SUCCESS;
@@ -105,7 +207,7 @@ void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Statu
     if (clock::now() > deadline) {
       if (kind == Kind::point_to_point) MPI_Cancel(&request);
       throw TransportError("rank " + std::to_string(rank_) + ": timed out after " + std::to_string(timeout().count()) +
-                           " ms " + what);
+                           " ms " + what + (kind == Kind::collective ? census(collective) : ""));
     }
     poller.pause();
   }

@@ -57,6 +57,7 @@ reject simulate_workers_zero 'workers' simulate --model resnet50 --workers 0
 reject simulate_workers_text 'workers' simulate --model resnet50 --workers 4,eight
 reject simulate_workers_empty 'workers' simulate --model resnet50 --workers ''
 reject simulate_params_zero 'params' simulate --params 0 --compute-ms 10
+reject simulate_params_fraction 'must be a whole number of gradient entries' simulate --model custom --params 1.5 --compute-ms 10
 reject simulate_compute_negative 'compute' simulate --model resnet50 --compute-ms -1
 reject simulate_density_zero 'density' simulate --model resnet50 --density 0
 # An empty path (an unset shell variable) is not "the default".
@@ -65,6 +66,8 @@ reject simulate_out_empty "--out: must name a file or directory, got an empty st
 # Training: options, paths, checkpoints, fault specs.
 if with_torch; then
   reject train_unknown_model "unknown model 'vgg'" train --model vgg
+  reject train_batch_larger_than_shard "--batch-size 20000 is more than a worker's shard \\(15000 of the 60000" \
+    train --workers 4 --batch-size 20000 --max-iters 1 --network none --out "$work/batch-larger"
   reject train_out_empty "--out: must name a file or directory, got an empty string" train --out ''
   reject train_resume_empty "--resume: must name a file or directory" train --resume ''
   reject train_data_empty "--data: must name a file or directory" train --data ''

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reliability suite: bad input to every command, faults injected into running jobs (in-process
 # and under mpirun), damaged checkpoints, and the library's own fault tests. Ends with one line:
-#   reliability: F faults injected, B bad inputs tried, H hostile inputs tried, X failures
+#   reliability: F faults injected, B bad inputs tried, H hostile inputs tried, M memory checks, X failures
 # and exits non-zero if X > 0.
 #
 # Usage: run.sh --cli PATH [--tests DIR] [--mpirun PATH] [--torch]
@@ -22,7 +22,7 @@ while (($#)); do
 done
 [ -x "$cli" ] || { echo "run.sh: --cli must name the sparsgd executable" >&2; exit 2; }
 
-faults=0 bad_inputs=0 hostile=0 failures=0
+faults=0 bad_inputs=0 hostile=0 memory_checks=0 failures=0
 work=$(mktemp -d /tmp/sparsgd-reliability.XXXXXX)
 cleanup() {
   # A failed scenario must not leave ranks behind.
@@ -103,6 +103,10 @@ echo "== bad input"
 source "$here/bad_inputs.sh"
 # Leading zeros are decimal, not octal: 010 is ten.
 bad_inputs=$((bad_inputs + 1))
+# A preset's published efficiencies are not shown beside a run whose settings differ from it.
+bad_inputs=$((bad_inputs + 1))
+expect_run cli.simulate_override_drops_paper_column 0 '"paper_figures_omitted_for":\["--params"\].*"paper_efficiency":null' 30 \
+  "$cli" simulate --model resnet50 --workers 32 --params 1000000 --json
 expect_run cli.leading_zeros_are_decimal 0 '"n":10,' 60 "$cli" bench comm --transport local --workers 2 --n 010 --iters 1 --json
 source "$here/hostile_names.sh"
 
@@ -213,11 +217,15 @@ if with_torch && with_mpi; then
     --inject-fault hang:1:5 --out "$work/mpi-hang"
   # A rank silent inside MPI's own allreduce: the timeout is ours (a collective request is never
   # cancelled, which would make Open MPI abort the job with its own message instead).
-  expect_fault mpi.rank_hangs_in_collective nonzero 'rank 0: timed out after 3000 ms .*(allreduce|MPI_Allreduce)' 60 \
-    "$mpirun" -np 2 "${mpi_flags[@]}" "$cli" train --model mlp --network none --max-iters 30 --timeout-ms 3000 \
+  # MPI cannot say who never came to a collective: the census names the rank that did not answer.
+  expect_fault mpi.rank_hangs_in_collective nonzero 'rank 0: timed out after 3000 ms .*allreduce.*; rank 1 does not answer within [0-9]+ ms \(busy, stuck or dead\): it has not reached it; rank 2 waits in it too' 60 \
+    "$mpirun" -np 3 "${mpi_flags[@]}" "$cli" train --model mlp --network none --max-iters 30 --timeout-ms 3000 \
     --compressor none --aggregator dense --density 1 --inject-fault hang:1:5 --out "$work/mpi-hang-dense"
   grep -q 'MPI_Cancel\|MPI_ERR_' "$work/mpi.rank_hangs_in_collective.log" &&
     fail mpi.rank_hangs_in_collective "MPI itself reported an error: $(grep -m1 'MPI_Cancel\|MPI_ERR_' "$work/mpi.rank_hangs_in_collective.log")"
+  # Each message names its rank once.
+  grep -h 'rank [0-9]*: rank [0-9]*:' "$work"/mpi.*.log >/dev/null &&
+    fail mpi.rank_named_once "$(grep -h -m1 'rank [0-9]*: rank [0-9]*:' "$work"/mpi.*.log)"
 fi
 
 echo "== results are written or the command fails"
@@ -366,6 +374,75 @@ if with_mpi; then
   fi
 fi
 
+echo "== memory checked up front"
+# Under an address-space limit (as batch systems set one), a request that cannot fit is refused at
+# once with the estimate and the limit, before anything is allocated; one that fits still runs.
+limited=(bash -c 'ulimit -v 3000000 && exec "$0" "$@"')
+memory_refused() {  # memory_refused NAME COMMAND_WORDS...
+  local name=$1
+  shift
+  memory_checks=$((memory_checks + 1))
+  expect_run "memory.$name" nonzero "^sparsgd: error: .* needs about [0-9.]+ [KMGT]iB \\(.*\\), but only [0-9.]+ [KMGT]iB is available \\(the address-space limit \\(ulimit -v 3000000\\)" 20 \
+    "${limited[@]}" "$cli" "$@"
+}
+memory_refused comm_in_process bench comm --workers 2 --n 4000000000
+memory_refused comm_dense_many_workers bench comm --workers 64 --n 20000000 --aggregator dense --no-verify
+memory_refused comm_verification bench comm --workers 16 --n 30000000 --iters 1
+memory_refused select bench select --n 4000000000
+memory_refused simulate_measured simulate --model custom --params 4e9 --compute-ms 1 --compress-ms measured
+memory_checks=$((memory_checks + 1))
+expect_run memory.comm_fits_under_limit 0 'matches reference: yes' 120 \
+  "${limited[@]}" "$cli" bench comm --workers 2 --n 20000000 --iters 2
+if with_torch; then
+  memory_refused train_activations train --workers 4 --model resnet20 --batch-size 4096 --max-iters 1 --network none \
+    --out "$work/memory-train"
+fi
+if with_mpi; then
+  # Every rank counts the ranks that share its machine (OMPI_COMM_WORLD_LOCAL_SIZE).
+  memory_checks=$((memory_checks + 1))
+  expect_run memory.comm_under_mpirun nonzero 'rank [0-9]: bench comm needs about .*3 workers x' 60 \
+    "${limited[@]}" "$mpirun" -np 3 "${mpi_flags[@]}" "$cli" bench comm --n 150000000 --no-verify
+fi
+
+# The estimates themselves: at least what a run used beyond what it held when it estimated
+# (else a run that does not fit would start), at most twice that plus 64 MiB (else runs that fit
+# would be refused). From the "memory" object of each command's JSON.
+estimate_checked() {  # estimate_checked NAME JSON_FILE
+  local name=$1 file=$2
+  memory_checks=$((memory_checks + 1))
+  local estimate before peak
+  estimate=$(grep -o '"estimate_bytes":[0-9.e+]*' "$file" | cut -d: -f2)
+  before=$(grep -o '"resident_before_bytes":[0-9.e+]*' "$file" | cut -d: -f2)
+  peak=$(grep -o '"peak_resident_bytes":[0-9.e+]*' "$file" | cut -d: -f2)
+  if [ -z "$estimate" ] || [ -z "$before" ] || [ -z "$peak" ]; then
+    fail "memory.estimate.$name" "no memory object in $(head -c 300 "$file")"
+  elif awk -v e="$estimate" -v b="$before" -v p="$peak" 'BEGIN { u = p - b; exit !(e >= u && e <= 2 * u + 67108864) }'; then
+    pass "memory.estimate.$name ($(awk -v e="$estimate" -v b="$before" -v p="$peak" 'BEGIN { printf "estimate %.0f MiB, used %.0f MiB", e / 1048576, (p - b) / 1048576 }'))"
+  else
+    fail "memory.estimate.$name" "estimate $estimate bytes against $before resident before and a peak of $peak"
+  fi
+}
+estimate_run() {  # estimate_run NAME COMMAND_WORDS... (prints JSON on stdout)
+  local name=$1
+  shift
+  if timeout 300 "$cli" "$@" >"$work/estimate-$name.json" 2>"$work/estimate-$name.err" </dev/null; then
+    estimate_checked "$name" "$work/estimate-$name.json"
+  else
+    memory_checks=$((memory_checks + 1))
+    fail "memory.estimate.$name" "$(tail -c 300 "$work/estimate-$name.err")"
+  fi
+}
+estimate_run comm_gtopk bench comm --json --workers 3 --n 8000000 --iters 2 --density 0.1
+estimate_run comm_gtopk_rd_no_verify bench comm --json --workers 4 --n 8000000 --iters 2 --aggregator gtopk-rd --density 0.1 --no-verify
+estimate_run comm_allgather bench comm --json --workers 4 --n 8000000 --iters 2 --aggregator allgather --density 0.1
+estimate_run comm_dense bench comm --json --workers 3 --n 8000000 --iters 2 --aggregator dense
+estimate_run comm_randk_shared bench comm --json --workers 3 --n 8000000 --iters 2 --aggregator randk-shared --compressor randk --density 0.1
+estimate_run select bench select --json --n 8000000 --density 0.1 --repeat 1
+estimate_run simulate_measured simulate --json --model custom --params 8000000 --compute-ms 1 --compress-ms measured --density 0.1
+if with_torch; then
+  estimate_run train_cnn train --json --workers 2 --model cnn --batch-size 512 --max-iters 2 --network none --out "$work/estimate-cnn"
+fi
+
 # The library's own fault tests: each injects one fault or one bad input into a component.
 run_gtests() {  # run_gtests KIND BINARY FILTER
   local kind=$1 binary=$tests_dir/$2 filter=$3
@@ -389,5 +466,5 @@ if [ -n "$tests_dir" ]; then
   with_torch && run_gtests fault torch_tests 'DistributedOptimizer.NonFinite*:DistributedOptimizer.SkipNonFinite*'
 fi
 
-echo "reliability: $faults faults injected, $bad_inputs bad inputs tried, $hostile hostile inputs tried, $failures failures"
+echo "reliability: $faults faults injected, $bad_inputs bad inputs tried, $hostile hostile inputs tried, $memory_checks memory checks, $failures failures"
 [ "$failures" -eq 0 ]

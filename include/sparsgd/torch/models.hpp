@@ -29,6 +29,16 @@ std::shared_ptr<Classifier> make_model(const std::string& name);
 // The names make_model accepts, in a stable order.
 const std::vector<std::string>& model_names();
 
+// Memory a model's activations take per example, for the memory estimate made before training:
+// training keeps every layer's output for the backward pass; evaluation (no gradients, batches of
+// up to 1000) keeps less but its im2col buffers are wide. Measured as the peak resident memory of
+// `sparsgd train` over batch sizes, and checked against it in tests/reliability.
+struct ActivationMemory {
+  double train_bytes_per_example = 0;
+  double eval_bytes_per_example = 0;
+};
+ActivationMemory activation_memory(const std::string& name);
+
 // Number of trainable scalars (parameters that require grad); buffers such as batch-norm running
 // statistics are not counted.
 std::int64_t parameter_count(torch::nn::Module& module);

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "sparsgd/core/memory.hpp"
 #include <vector>
 
 #include "sparsgd/transport/transport.hpp"
@@ -96,6 +98,7 @@ struct TrainSummary {
   bool resumed = false;
   std::uint64_t resumed_at = 0;        // the iteration the run resumed from
   std::uint64_t skipped_steps = 0;     // on_nonfinite = skip
+  MemoryUse memory;                    // the estimate checked before training, and the peak
   std::vector<EpochResult> history;
 };
 
@@ -113,8 +116,16 @@ class TrainObserver {
 // P = config.workers in-process workers over the local transport.
 TrainSummary train(const TrainConfig& config, TrainObserver* observer = nullptr);
 // This process is one worker of a run over `transport` (an MPI rank, say). Every rank returns the
-// summary; rank 0 writes the files and tells the observer.
+// summary; rank 0 writes the files and tells the observer. workers_on_this_machine: ranks that
+// share this machine's memory (for the memory check).
 TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config,
-                          TrainObserver* observer = nullptr);
+                          TrainObserver* observer = nullptr, int workers_on_this_machine = 1);
+
+// The memory training needs beyond what the process holds once the data is loaded: per worker the
+// activations of a training batch (the batch is at most the worker's shard) and of an evaluation
+// batch, and the copies of the parameters (weights, gradients, flat buffers, residual, velocity,
+// optimizer state). Throws ResourceExhausted from `check` when it does not fit.
+MemoryEstimate train_memory_estimate(const TrainConfig& config, std::int64_t parameters, std::size_t shard_examples,
+                                     int workers_here);
 
 }  // namespace sparsgd::torch_layer

@@ -8,7 +8,10 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "sparsgd/transport/transport.hpp"
 
@@ -65,6 +68,18 @@ class MpiTransport final : public Transport {
   };
   std::size_t recv_posted_first(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
                                 const Outgoing* also_send, const InFlightWork& while_in_flight = {});
+  // A timed-out collective cannot say which rank never came (MPI does not tell). So every wait
+  // answers census queries on a second communicator, and a rank whose collective timed out asks
+  // every other rank where it is: the ranks waiting in the same collective answer at once; the
+  // ones that do not answer are named as the stopped ones.
+  void answer_census_queries();
+  std::string census(std::uint64_t collective);
+  MPI_Comm census_comm_ = MPI_COMM_NULL;
+  std::uint64_t collectives_entered_ = 0;  // the same sequence on every rank of a healthy run
+  std::uint64_t in_collective_ = 0;        // the one being waited on now (0: none)
+  std::vector<MPI_Request> census_replies_;
+  std::deque<std::uint64_t> census_reply_values_;  // Isend buffers: a deque never moves them
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
