@@ -8,23 +8,35 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/torch_executable.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/stop_request.hpp"
 
 int main(int argc, char** argv) {
+#ifndef SPARSGD_HAVE_TORCH
+  if (sparsgd::cli::needs_torch(argc, argv)) {
+#ifdef SPARSGD_TORCH_EXECUTABLE
+    return sparsgd::cli::exec_torch_executable(argv);
+#else
+    if (std::strcmp(argv[1], "train") == 0) return sparsgd::cli::exec_torch_executable(argv);  // says why not
+#endif
+  }
+#endif
   CLI::App app{"sparsgd: sparse gradient exchange (gTop-k, rTop-k, Top-k) for data-parallel SGD"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sparsgd 0.1.0");
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: selection kernels (more to come)");
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: selection kernels, and compression + aggregation on P workers");
   bench->require_subcommand(1);
   sparsgd::cli::register_bench_select(*bench);
   sparsgd::cli::register_bench_comm(*bench);
   sparsgd::cli::register_simulate(app);
 #ifdef SPARSGD_HAVE_TORCH
   sparsgd::cli::register_train(app);
-  sparsgd::cli::register_plot(app);
+#elif defined(SPARSGD_TORCH_EXECUTABLE)
+  app.add_subcommand("train", sparsgd::cli::kTrainDescription);  // for --help: `train` runs sparsgd-torch
 #endif
+  sparsgd::cli::register_plot(app);
   sparsgd::cli::require_decimal_integers(app);
   // CLI11 would only say that a subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {

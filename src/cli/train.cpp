@@ -128,9 +128,7 @@ void run_train(TrainConfig config, bool json, bool mpi, bool workers_given) {
 void register_train(CLI::App& app) {
   auto c = std::make_shared<TrainConfig>();
   auto json = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand(
-      "train", "Train a model on Fashion-MNIST, data-parallel, with sparse gradient exchange (in-process workers, or "
-               "one per rank under mpirun)");
+  CLI::App* cmd = app.add_subcommand("train", kTrainDescription);
   cmd->add_option("--workers", c->workers, "in-process workers (under mpirun: one per rank)")->capture_default_str();
   cmd->add_option("--model", c->model, "mlp, cnn or resnet20")->capture_default_str();
   cmd->add_option("--compressor", c->compressor, "topk, randk, rtopk, gaussiank, dgc or none")->capture_default_str();

@@ -103,6 +103,12 @@ echo "== bad input"
 source "$here/bad_inputs.sh"
 # Leading zeros are decimal, not octal: 010 is ten.
 bad_inputs=$((bad_inputs + 1))
+# `train` runs sparsgd-torch from sparsgd's own directory: without it, a clear error, not a crash.
+if with_torch; then
+  mkdir -p "$work/lonely" && cp "$cli" "$work/lonely/sparsgd"
+  expect_refused cli.train_without_torch_executable 2 "^sparsgd: error: cannot run .*/lonely/sparsgd-torch, which holds the commands that need LibTorch: No such file" 30 \
+    "$work/lonely/sparsgd" train --max-iters 1
+fi
 # A preset's published efficiencies are not shown beside a run whose settings differ from it.
 bad_inputs=$((bad_inputs + 1))
 expect_run cli.simulate_override_drops_paper_column 0 '"paper_figures_omitted_for":\["--params"\].*"paper_efficiency":null' 30 \
