@@ -34,6 +34,8 @@ class Poller {
   void pause() {
     if (++spins_ > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins_ > 1024 ? 200 : 20));
   }
+  // Past the first spins: a wait long enough for side work (answering a census) to cost nothing.
+  bool waiting_long() const { return spins_ > 64; }
 
  private:
   int spins_ = 0;
@@ -193,7 +195,7 @@ void MpiTransport::wait(MPI_Request& request, const std::string& what, MPI_Statu
     ~Leave() { in = 0; }
   } leave{in_collective_};
   while (true) {
-    answer_census_queries();
+    if (poller.waiting_long()) answer_census_queries();
     const int code = MPI_Test(&request, &done, status);
     if (code != MPI_SUCCESS) {
       int error_class = MPI_SUCCESS;

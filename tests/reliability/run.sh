@@ -184,7 +184,8 @@ if with_torch && with_mpi; then
     waited=$((waited + 1))
     [ -f "$run_dir/metrics.csv" ] && [ "$(tail -n 1 "$run_dir/metrics.csv" | cut -d, -f2)" -ge 60 ] 2>/dev/null || continue
     for pid in $(pgrep -f -- "--out $run_dir"); do
-      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$cli")" ] || continue
+      # sparsgd runs train as sparsgd-torch, its sibling (exec: same process).
+      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(dirname "$(readlink -f "$cli")")/sparsgd-torch" ] || continue
       tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2 && victim=$pid
     done
   done
