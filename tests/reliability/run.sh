@@ -99,10 +99,11 @@ expect_refused() {
 # json_field FILE FIELD: a top-level number or boolean of a one-line JSON summary.
 json_field() { grep -o "\"$2\":[^,}]*" "$1" | head -1 | cut -d: -f2; }
 
+# The sections run in two parts at once (most of their time is spent waiting: for timeouts, for
+# ranks, for processes to start), each part into its own log, shown one after the other.
+section_bad_input() {
 echo "== bad input"
 source "$here/bad_inputs.sh"
-# Leading zeros are decimal, not octal: 010 is ten.
-bad_inputs=$((bad_inputs + 1))
 # `train` runs sparsgd-torch from sparsgd's own directory: without it, a clear error, not a crash.
 if with_torch; then
   mkdir -p "$work/lonely" && cp "$cli" "$work/lonely/sparsgd"
@@ -113,6 +114,8 @@ fi
 bad_inputs=$((bad_inputs + 1))
 expect_run cli.simulate_override_drops_paper_column 0 '"paper_figures_omitted_for":\["--params"\].*"paper_efficiency":null' 30 \
   "$cli" simulate --model resnet50 --workers 32 --params 1000000 --json
+# Leading zeros are decimal, not octal: 010 is ten.
+bad_inputs=$((bad_inputs + 1))
 expect_run cli.leading_zeros_are_decimal 0 '"n":10,' 60 "$cli" bench comm --transport local --workers 2 --n 010 --iters 1 --json
 source "$here/hostile_names.sh"
 
@@ -169,6 +172,9 @@ if with_torch; then
     "${ckpt[@]}" --resume "$work/swap"
 fi
 
+}
+
+section_faults_under_mpirun() {
 if with_torch && with_mpi; then
   echo "== faults under mpirun"
   run_dir="$work/mpi-kill"
@@ -235,6 +241,9 @@ if with_torch && with_mpi; then
     fail mpi.rank_named_once "$(grep -h -m1 'rank [0-9]*: rank [0-9]*:' "$work"/mpi.*.log)"
 fi
 
+}
+
+section_results_written() {
 echo "== results are written or the command fails"
 # A full disk: a tiny tmpfs filled to the brim (or, where mounting is not allowed, a file size
 # limit of 0 with SIGXFSZ ignored, so that writes fail with EFBIG instead of killing).
@@ -264,6 +273,9 @@ if with_torch; then
 fi
 if [ "$mounted_full" = 1 ]; then umount "$full"; fi
 
+}
+
+section_crashes_signals_and_agreement() {
 if with_torch; then
   echo "== metrics across a SIGKILL, and resumes that would destroy results"
   kill_run="$work/killed"
@@ -381,6 +393,9 @@ if with_mpi; then
   fi
 fi
 
+}
+
+section_memory_and_library() {
 echo "== memory checked up front"
 # Under an address-space limit (as batch systems set one), a request that cannot fit is refused at
 # once with the estimate and the limit, before anything is allocated; one that fits still runs.
@@ -472,6 +487,32 @@ if [ -n "$tests_dir" ]; then
   with_torch && run_gtests bad torch_tests 'FashionMnistFiles.*'
   with_torch && run_gtests fault torch_tests 'DistributedOptimizer.NonFinite*:DistributedOptimizer.SkipNonFinite*'
 fi
+
+}
+
+# run_part NAME SECTION...: the sections in a subshell, output to part-NAME.log, counts to counts.NAME.
+run_part() {
+  local name=$1
+  shift
+  (
+    for section in "$@"; do "$section"; done
+    echo "$faults $bad_inputs $hostile $memory_checks $failures" >"$work/counts.$name"
+  ) >"$work/part-$name.log" 2>&1 </dev/null
+}
+run_part a section_bad_input section_results_written section_memory_and_library &
+part_a=$!
+run_part b section_faults_under_mpirun section_crashes_signals_and_agreement
+wait "$part_a"
+cat "$work/part-a.log" "$work/part-b.log"
+for part in a b; do
+  if [ ! -f "$work/counts.$part" ]; then
+    fail "part $part" "ended before its last section: $(tail -c 300 "$work/part-$part.log")"
+    continue
+  fi
+  read -r f b h m x <"$work/counts.$part"
+  faults=$((faults + f)) bad_inputs=$((bad_inputs + b)) hostile=$((hostile + h))
+  memory_checks=$((memory_checks + m)) failures=$((failures + x))
+done
 
 echo "reliability: $faults faults injected, $bad_inputs bad inputs tried, $hostile hostile inputs tried, $memory_checks memory checks, $failures failures"
 [ "$failures" -eq 0 ]
