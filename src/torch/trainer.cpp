@@ -690,6 +690,13 @@ MemoryUse check_run_fits(const TrainConfig& c, const Data& data, int workers, in
                                   << " training examples over " << workers << " workers): every step would use the "
                                      "whole shard instead; use at most "
                                   << shard);
+  std::uint64_t steps_total =
+      iterations_per_epoch(n_train, workers, static_cast<std::size_t>(c.batch_size)) * static_cast<std::uint64_t>(c.epochs);
+  if (c.max_iters > 0) steps_total = std::min<std::uint64_t>(steps_total, c.max_iters);
+  SPARSGD_ENFORCE(static_cast<std::uint64_t>(c.checkpoint_every) <= steps_total,
+                  "--checkpoint-every " << c.checkpoint_every << " is more than the run's " << steps_total
+                                        << " iterations: no checkpoint would ever be written; use at most "
+                                        << steps_total);
   std::int64_t parameters = 0;
   {
     std::lock_guard lock(model_init_mutex);

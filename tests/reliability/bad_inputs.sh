@@ -66,6 +66,8 @@ reject simulate_out_empty "--out: must name a file or directory, got an empty st
 # Training: options, paths, checkpoints, fault specs.
 if with_torch; then
   reject train_unknown_model "unknown model 'vgg'" train --model vgg
+  reject train_checkpoint_every_beyond_run "--checkpoint-every 50 is more than the run's 20 iterations: no checkpoint would ever be written" \
+    train --workers 2 --max-iters 20 --checkpoint-every 50 --network none --out "$work/checkpoint-beyond"
   reject train_batch_larger_than_shard "--batch-size 20000 is more than a worker's shard \\(15000 of the 60000" \
     train --workers 4 --batch-size 20000 --max-iters 1 --network none --out "$work/batch-larger"
   reject train_out_empty "--out: must name a file or directory, got an empty string" train --out ''
