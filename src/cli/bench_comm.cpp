@@ -467,11 +467,13 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
   } else {
     worker = 2.2 * array + 16 * pairs;
   }
+  const double workers_phase = workers_here * worker;
+  const std::string workers_part =
+      fmt::format("{} worker{} x (gradient, residual, buffers)", workers_here, workers_here == 1 ? "" : "s");
   MemoryEstimate estimate;
   estimate.add("threads and allocator", 32.0 * (1 << 20) + workers_here * 8.0 * (1 << 20));
   if (!(o.verify && verifies_here)) {
-    estimate.add(fmt::format("{} worker{} x (gradient, residual, buffers)", workers_here, workers_here == 1 ? "" : "s"),
-                 workers_here * worker);
+    estimate.add(workers_part, workers_phase);
     return estimate;
   }
   const double iters = o.iters;
@@ -485,10 +487,8 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
   if (dense) reference = 3 * array + 6 * pairs;
   if (o.aggregator == "gtopk" || o.aggregator == "gtopk-rd") reference = 25 * (p + (workers > 1 ? 2 : 0)) * pairs;
   const double replay = (p + 3) * array + reference;
-  const double workers_phase = workers_here * worker;
   if (workers_phase >= replay) {
-    estimate.add(fmt::format("{} worker{} x (gradient, residual, buffers)", workers_here, workers_here == 1 ? "" : "s"),
-                 workers_phase);
+    estimate.add(workers_part, workers_phase);
   } else {
     estimate.add(fmt::format("serial verification of {} workers (after them; --no-verify skips it)", workers), replay);
   }

@@ -349,6 +349,12 @@ void inject_gradient_fault(const FaultPlan& fault, std::vector<torch::Tensor>& p
   std::_Exit(kCrashCheckpointExitStatus);
 }
 
+// Iterations the whole run takes: its epochs, cut at --max-iters if that is given.
+std::uint64_t iterations_in_run(const TrainConfig& c, std::size_t per_epoch) {
+  const std::uint64_t all = per_epoch * static_cast<std::uint64_t>(c.epochs);
+  return c.max_iters > 0 ? std::min<std::uint64_t>(all, c.max_iters) : all;
+}
+
 TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const Data& data, TrainObserver* observer,
                         const MemoryUse& memory_plan) {
   const int p = base.size();
@@ -397,8 +403,7 @@ TrainSummary run_worker(transport::Transport& base, const TrainConfig& c, const 
 
   const auto n_train = static_cast<std::size_t>(data.train.size());
   const std::size_t per_epoch = iterations_per_epoch(n_train, p, static_cast<std::size_t>(c.batch_size));
-  std::uint64_t steps_total = per_epoch * static_cast<std::uint64_t>(c.epochs);
-  if (c.max_iters > 0) steps_total = std::min<std::uint64_t>(steps_total, c.max_iters);
+  const std::uint64_t steps_total = iterations_in_run(c, per_epoch);
 
   TrainSummary summary;
   summary.model = c.model;
@@ -690,9 +695,8 @@ MemoryUse check_run_fits(const TrainConfig& c, const Data& data, int workers, in
                                   << " training examples over " << workers << " workers): every step would use the "
                                      "whole shard instead; use at most "
                                   << shard);
-  std::uint64_t steps_total =
-      iterations_per_epoch(n_train, workers, static_cast<std::size_t>(c.batch_size)) * static_cast<std::uint64_t>(c.epochs);
-  if (c.max_iters > 0) steps_total = std::min<std::uint64_t>(steps_total, c.max_iters);
+  const std::uint64_t steps_total =
+      iterations_in_run(c, iterations_per_epoch(n_train, workers, static_cast<std::size_t>(c.batch_size)));
   SPARSGD_ENFORCE(static_cast<std::uint64_t>(c.checkpoint_every) <= steps_total,
                   "--checkpoint-every " << c.checkpoint_every << " is more than the run's " << steps_total
                                         << " iterations: no checkpoint would ever be written; use at most "
