@@ -1,4 +1,5 @@
-// `sparsgd train`: data-parallel training on Fashion-MNIST with sparse gradient exchange.
+// `sparsgd train`: data-parallel training of a task (Fashion-MNIST, CIFAR-10, a word-level language
+// model) with sparse gradient exchange.
 // In-process workers by default; one worker per rank under mpirun.
 
 #include <unistd.h>
@@ -38,9 +39,11 @@ class Progress final : public torch_layer::TrainObserver {
 
   void on_start(const TrainSummary& plan, std::uint64_t steps_total) override {
     steps_total_ = steps_total;
+    perplexity_ = plan.metric == "perplexity";
     start_ = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "training %s (%lld parameters) on %d workers: %s + %s, density %g, network %s, %llu iterations\n",
-                 plan.model.c_str(), static_cast<long long>(plan.parameters), plan.workers, plan.compressor.c_str(),
+    std::fprintf(stderr,
+                 "training %s on %s (%lld parameters) on %d workers: %s + %s, density %g, network %s, %llu iterations\n",
+                 plan.model.c_str(), plan.task.c_str(), static_cast<long long>(plan.parameters), plan.workers, plan.compressor.c_str(),
                  plan.aggregator.c_str(), plan.density, plan.network.c_str(),
                  static_cast<unsigned long long>(steps_total));
   }
@@ -65,11 +68,14 @@ class Progress final : public torch_layer::TrainObserver {
 
   void on_epoch(const EpochResult& e) override {
     if (tty_) std::fprintf(stderr, "\r%80s\r", "");
+    const std::string judged = perplexity_ ? fmt::format("test perplexity {:.2f} (next-word accuracy {:.2f}%)",
+                                                         e.test_perplexity, 100.0 * e.test_accuracy)
+                                           : fmt::format("test accuracy {:.2f}%", 100.0 * e.test_accuracy);
     const std::string line = fmt::format(
-        "epoch {}: train loss {:.4f}, test accuracy {:.2f}%, {:.0f} bytes/worker/iteration; rank 0 time so far: "
+        "epoch {}: train loss {:.4f}, {}, {:.0f} bytes/worker/iteration; rank 0 time so far: "
         "compute {:.1f}s, compression {:.2f}s, communication {:.1f}s, real {:.1f}s, simulated {:.1f}s",
-        e.epoch + 1, e.train_loss, 100.0 * e.test_accuracy, e.bytes_per_iteration, compute_, compression_,
-        communication_, e.wall_seconds, e.simulated_seconds);
+        e.epoch + 1, e.train_loss, judged, e.bytes_per_iteration, compute_, compression_, communication_,
+        e.wall_seconds, e.simulated_seconds);
     std::fprintf(json_ ? stderr : stdout, "%s\n", line.c_str());
     std::fflush(json_ ? stderr : stdout);
   }
@@ -77,6 +83,7 @@ class Progress final : public torch_layer::TrainObserver {
  private:
   bool json_;
   bool tty_;
+  bool perplexity_ = false;
   std::uint64_t steps_total_ = 0;
   std::chrono::steady_clock::time_point start_, last_draw_;
   double compute_ = 0.0, compression_ = 0.0, communication_ = 0.0;  // rank 0's running totals
@@ -130,14 +137,31 @@ void register_train(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("train", kTrainDescription);
   cmd->add_option("--workers", c->workers, "in-process workers (under mpirun: one per rank)")->capture_default_str();
-  cmd->add_option("--model", c->model, "mlp, cnn or resnet20")->capture_default_str();
+  cmd->add_option("--task", c->task,
+                  "fashion-mnist (Debian's dataset-fashion-mnist), cifar10 (the binary version's files in --data) or "
+                  "lm (a word-level language model on train.txt, valid.txt, test.txt in --data)")
+      ->capture_default_str();
+  cmd->add_option("--model", c->model,
+                  "fashion-mnist: mlp, cnn (default) or resnet20; cifar10: resnet20 (default), vgg16, cnn or mlp; "
+                  "lm: lstm (default); any task: a TorchScript file (*.pt, see examples/export_torchscript.py)")
+      ->check(non_empty_path());
+  cmd->add_option("--bptt", c->bptt, "lm: tokens per truncated-BPTT segment")->capture_default_str();
+  cmd->add_option("--hidden-size", c->hidden_size, "lm: embedding and LSTM width (2 layers)")->capture_default_str();
+  cmd->add_flag("--tied", c->tied, "lm: the decoder shares the embedding's weights");
+  cmd->add_option("--dropout", c->dropout, "lm: dropout on the embedding, between layers and before the decoder")
+      ->capture_default_str();
+  cmd->add_option("--clip-norm", c->clip_norm,
+                  "clip each worker's gradient to this L2 norm before the exchange (0: none; lm: 0.25 as in the "
+                  "PyTorch example)")
+      ->capture_default_str();
   cmd->add_option("--compressor", c->compressor, "topk, randk, rtopk, gaussiank, dgc or none")->capture_default_str();
   cmd->add_option("--aggregator", c->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
   cmd->add_option("--density", c->density, "fraction of gradient entries each worker sends, in (0, 1]")->capture_default_str();
   cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();
   cmd->add_option("--r-factor", c->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
   cmd->add_option("--epochs", c->epochs, "epochs")->capture_default_str();
-  cmd->add_option("--batch-size", c->batch_size, "batch size per worker")->capture_default_str();
+  cmd->add_option("--batch-size", c->batch_size, "batch size per worker (lm: parallel token streams per worker)")
+      ->capture_default_str();
   cmd->add_option("--lr", c->lr, "learning rate")->capture_default_str();
   cmd->add_option("--optimizer", c->optimizer,
                   "sgd (momentum SGD, the gTop-k paper's), adam or adamw (torch::optim on the averaged gradients; "
@@ -155,7 +179,10 @@ void register_train(CLI::App& app) {
   cmd->add_option("--checkpoint-every", c->checkpoint_every, "checkpoint every N iterations (0: never)")->capture_default_str();
   cmd->add_option("--resume", c->resume_dir, "continue the run whose checkpoints are in DIR")->check(non_empty_path());
   cmd->add_option("--max-iters", c->max_iters, "stop after N iterations in all (0: no limit)")->check(non_negative_integer());
-  cmd->add_option("--data", c->data_dir, "Fashion-MNIST directory")->check(non_empty_path())->capture_default_str();
+  cmd->add_option("--data", c->data_dir,
+                  "the task's data directory (fashion-mnist: /usr/share/datasets/fashion-mnist by default; cifar10 "
+                  "and lm: required)")
+      ->check(non_empty_path());
   cmd->add_option("--timeout-ms", c->timeout_ms, "longest wait for a peer")->capture_default_str();
   cmd->add_option("--on-nonfinite", c->on_nonfinite,
                   "a NaN or Inf gradient: stop (naming iteration and parameter) or skip the step on every worker")

@@ -16,16 +16,16 @@ using sparsgd::torch_layer::model_names;
 using sparsgd::torch_layer::parameter_count;
 
 TEST(Models, NamesAreStable) {
-  EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp", "cnn", "resnet20"}));
+  EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp", "cnn", "resnet20", "vgg16"}));
 }
 
 TEST(Models, UnknownNameListsTheValidOnes) {
   try {
-    make_model("vgg16");
+    make_model("vgg19");
     FAIL() << "expected sparsgd::InvalidArgument";
   } catch (const sparsgd::InvalidArgument& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("'vgg16'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'vgg19'"), std::string::npos) << msg;
     for (const auto& name : model_names()) EXPECT_NE(msg.find(name), std::string::npos) << msg;
   }
   EXPECT_THROW(make_model(""), sparsgd::InvalidArgument);
@@ -104,6 +104,38 @@ TEST_P(ModelTest, BackwardReachesEveryParameter) {
 
 INSTANTIATE_TEST_SUITE_P(AllModels, ModelTest, ::testing::Values("mlp", "cnn", "resnet20"),
                          [](const auto& info) { return info.param; });
+
+// The gTop-k paper's CIFAR-10 networks at their published sizes: ResNet-20 0.27M, VGG-16 about 15M.
+//   vgg16: 13 convolutions with bias (14,714,688) + their batch norms (2 x 4,224) + fc 512*10+10.
+TEST(Models, CifarNetworksHaveThePapersSizesAndShapes) {
+  using sparsgd::torch_layer::kCifar10Shape;
+  const std::map<std::string, std::int64_t> expected{{"resnet20", 269722}, {"vgg16", 14728266}};
+  for (const auto& [name, count] : expected) {
+    torch::manual_seed(0);
+    auto model = make_model(name, kCifar10Shape);
+    EXPECT_EQ(parameter_count(*model), count) << name;
+    model->train();
+    const auto x = torch::randn({3, 3, 32, 32});
+    const auto out = model->forward(x);
+    EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{3, 10})) << name;
+    torch::nn::functional::cross_entropy(out, torch::tensor({1, 4, 9}, torch::kInt64)).backward();
+    for (const auto& item : model->named_parameters()) {
+      ASSERT_TRUE(item.value().grad().defined()) << name << " " << item.key();
+      EXPECT_TRUE(torch::isfinite(item.value().grad()).all().item<bool>()) << name << " " << item.key();
+    }
+  }
+  // cnn and mlp follow the image size; vgg16 refuses one its five poolings cannot take.
+  EXPECT_EQ(make_model("cnn", kCifar10Shape)->forward(torch::randn({2, 3, 32, 32})).sizes(),
+            (std::vector<std::int64_t>{2, 10}));
+  EXPECT_EQ(make_model("mlp", kCifar10Shape)->forward(torch::randn({2, 3, 32, 32})).sizes(),
+            (std::vector<std::int64_t>{2, 10}));
+  try {
+    make_model("vgg16");  // Fashion-MNIST's 28x28
+    ADD_FAILURE() << "vgg16 accepted 28x28 images";
+  } catch (const sparsgd::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("32x32"), std::string::npos) << e.what();
+  }
+}
 
 // Batch norm keeps running statistics as buffers: updated by training forwards, used (and left
 // alone) in evaluation, and not counted as parameters.

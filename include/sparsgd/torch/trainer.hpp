@@ -1,61 +1,28 @@
 #pragma once
-// Data-parallel training of a model on Fashion-MNIST with sparse gradient exchange: P in-process
-// workers (the embedded default) or one worker per MPI rank. Torch-free header, so that the CLI
-// and other callers need no LibTorch includes.
+// Data-parallel training of a task's model with sparse gradient exchange: P in-process workers
+// (the embedded default) or one worker per MPI rank. Torch-free header, so that the CLI and other
+// callers need no LibTorch includes.
 
 #include <cstdint>
 #include <string>
-
-#include "sparsgd/core/memory.hpp"
 #include <vector>
 
+#include "sparsgd/core/memory.hpp"
+#include "sparsgd/torch/train_config.hpp"
 #include "sparsgd/transport/transport.hpp"
 
 namespace sparsgd::torch_layer {
 
-struct TrainConfig {
-  int workers = 4;                 // in-process workers (ignored under MPI: one per rank)
-  std::string model = "cnn";       // mlp, cnn, resnet20
-  std::string compressor = "topk";
-  double r_factor = 4.0;
-  std::string aggregator = "gtopk";
-  double density = 0.01;
-  double warmup_density = 0.0;     // > 0: the density during the first epoch (gTop-k: 0.004)
-  int epochs = 1;
-  int batch_size = 32;             // per worker
-  double lr = 0.05;
-  std::string optimizer = "sgd";    // sgd (momentum SGD below), adam, adamw (torch::optim)
-  double momentum = 0.9;
-  bool nesterov = false;
-  double weight_decay = 1e-4;
-  double warmup_epochs = 0.0;      // learning rate from lr/P to lr over these epochs
-  std::string lr_schedule = "none";  // none, step (x0.1 at 50% and 75% of the epochs), cosine
-  bool momentum_correction = false;
-  bool per_layer = false;
-  std::string network = "paper-1gbe";
-  std::uint64_t seed = 1;
-  std::string out_dir;             // metrics.csv, epochs.csv, summary.json, checkpoints/
-  int checkpoint_every = 0;        // iterations; 0: none
-  std::string resume_dir;          // continue from DIR/checkpoints
-  std::uint64_t max_iters = 0;     // stop after this many iterations in all (0: no limit)
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  int timeout_ms = 60'000;
-  std::string on_nonfinite = "stop";  // a NaN/Inf gradient: stop, or skip the step on every worker
-  std::string inject_fault;        // KIND:RANK:ITERATION (sparsgd/core/fault_plan.hpp); empty: none
-};
-
 // Consecutive skipped steps after which on_nonfinite = skip gives up: the run has diverged.
 inline constexpr int kMaxConsecutiveSkips = 10;
-
-// Throws InvalidArgument naming the first bad option.
-void validate(const TrainConfig& config);
 
 struct EpochResult {
   int epoch = 0;
   std::uint64_t iterations = 0;        // in all, so far
   double train_loss = 0.0;             // mean over the epoch's batches and workers
   double test_loss = 0.0;
-  double test_accuracy = 0.0;          // in [0, 1]
+  double test_accuracy = 0.0;          // in [0, 1] (lm: of the next word)
+  double test_perplexity = 0.0;        // lm: exp(test_loss); 0 for classifiers
   double wall_seconds = 0.0;           // since the start of training (rank 0)
   double simulated_seconds = 0.0;      // rank 0's virtual clock (0 without a network)
   double bytes_per_iteration = 0.0;    // sent per worker per iteration, mean over workers
@@ -77,7 +44,8 @@ struct IterationRecord {
 };
 
 struct TrainSummary {
-  std::string model, compressor, aggregator, network;
+  std::string task, model, compressor, aggregator, network;
+  std::string metric = "accuracy";     // what the task is judged by: accuracy or perplexity
   std::string optimizer = "sgd";
   double r_factor = 0.0;  // rtopk only
   std::int64_t parameters = 0;
@@ -88,6 +56,7 @@ struct TrainSummary {
   double final_train_loss = 0.0;
   double final_test_loss = 0.0;
   double final_test_accuracy = 0.0;
+  double final_test_perplexity = 0.0;  // lm only
   double bytes_per_iteration = 0.0;    // sent per worker per iteration, mean over workers
   double wall_seconds = 0.0;
   double simulated_seconds = 0.0;
@@ -122,10 +91,9 @@ TrainSummary train_worker(transport::Transport& transport, const TrainConfig& co
                           TrainObserver* observer = nullptr, int workers_on_this_machine = 1);
 
 // The memory training needs beyond what the process holds once the data is loaded: per worker the
-// activations of a training batch (the batch is at most the worker's shard) and of an evaluation
-// batch, and the copies of the parameters (weights, gradients, flat buffers, residual, velocity,
-// optimizer state). Throws ResourceExhausted from `check` when it does not fit.
-MemoryEstimate train_memory_estimate(const TrainConfig& config, std::int64_t parameters, std::size_t shard_examples,
-                                     int workers_here);
+// activations of a training batch and of an evaluation batch (from the task), and the copies of the
+// parameters (weights, gradients, flat buffers, residual, velocity, optimizer state).
+MemoryEstimate train_memory_estimate(std::int64_t parameters, double activation_bytes_per_worker, int workers_here,
+                                     const std::string& activations_described);
 
 }  // namespace sparsgd::torch_layer

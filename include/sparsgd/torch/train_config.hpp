@@ -1,0 +1,68 @@
+#pragma once
+// The options of a training run (`sparsgd train`): the task and its data, the model, the gradient
+// exchange, the optimizer and its schedules, run records and checkpoints. Torch-free, so that the
+// CLI and other callers need no LibTorch includes.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sparsgd::torch_layer {
+
+struct TrainConfig {
+  int workers = 4;                 // in-process workers (ignored under MPI: one per rank)
+  // What is trained on what (sparsgd/torch/task.hpp): fashion-mnist, cifar10 or lm.
+  std::string task = "fashion-mnist";
+  std::string data_dir;            // empty: the task's default (fashion-mnist: Debian's package)
+  // A built-in model of the task (empty: the task's default) or a TorchScript file (*.pt).
+  std::string model;
+  // Language model (task lm): tokens per truncated-BPTT segment, LSTM width, input/output
+  // embeddings tied, dropout between layers.
+  int bptt = 35;
+  int hidden_size = 200;
+  bool tied = false;
+  double dropout = 0.0;
+  double clip_norm = 0.0;          // > 0: each worker's gradient clipped to this L2 norm before the exchange
+  std::string compressor = "topk";
+  double r_factor = 4.0;
+  std::string aggregator = "gtopk";
+  double density = 0.01;
+  double warmup_density = 0.0;     // > 0: the density during the first epoch (gTop-k: 0.004)
+  int epochs = 1;
+  int batch_size = 32;             // per worker (lm: token streams per worker)
+  double lr = 0.05;
+  std::string optimizer = "sgd";    // sgd (momentum SGD below), adam, adamw (torch::optim)
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 1e-4;
+  double warmup_epochs = 0.0;      // learning rate from lr/P to lr over these epochs
+  std::string lr_schedule = "none";  // none, step (x0.1 at 50% and 75% of the epochs), cosine
+  bool momentum_correction = false;
+  bool per_layer = false;
+  std::string network = "paper-1gbe";
+  std::uint64_t seed = 1;
+  std::string out_dir;             // metrics.csv, epochs.csv, summary.json, checkpoints/
+  int checkpoint_every = 0;        // iterations; 0: none
+  std::string resume_dir;          // continue from DIR/checkpoints
+  std::uint64_t max_iters = 0;     // stop after this many iterations in all (0: no limit)
+  int timeout_ms = 60'000;
+  std::string on_nonfinite = "stop";  // a NaN/Inf gradient: stop, or skip the step on every worker
+  std::string inject_fault;        // KIND:RANK:ITERATION (sparsgd/core/fault_plan.hpp); empty: none
+};
+
+// Throws InvalidArgument naming the first bad option.
+void validate(const TrainConfig& config);
+
+// The configuration with the task's defaults filled in (model, data directory): what the run
+// reports, fingerprints and checks across ranks.
+TrainConfig with_task_defaults(TrainConfig config);
+
+// What must match between a checkpointed run and its resumption.
+std::string fingerprint(const TrainConfig& config, int workers);
+
+// Every option that must be the same on every rank, named as the CLI names it. Not --workers (one
+// worker per rank under MPI) and not --data (a path on each host).
+std::vector<std::pair<std::string, std::string>> run_config_fields(const TrainConfig& config);
+
+}  // namespace sparsgd::torch_layer

@@ -1,0 +1,119 @@
+#include "resume.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "run_state.hpp"
+#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd::torch_layer {
+namespace {
+
+namespace fs = std::filesystem;
+
+void note_problem(std::string& problems, const char* what) {
+  if (!problems.empty()) problems.append("; ");
+  problems.append(what);
+}
+
+}  // namespace
+
+// What every rank resumes from: the newest iteration for which every rank holds a complete
+// checkpoint. A rank keeps its last two (rank-R.ckpt, rank-R.prev.ckpt), so a run killed while
+// some ranks had written iteration S and others not yet still resumes, from the iteration before.
+
+// A rank's checkpoint file in DIR/checkpoints, or the one it replaced.
+std::string checkpoint_file(int rank, bool previous) {
+  return "rank-" + std::to_string(rank) + (previous ? ".prev.ckpt" : ".ckpt");
+}
+
+ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig& c,
+                                  const std::string& expected_fingerprint) {
+  const int p = base.size();
+  const int rank = base.rank();
+  const fs::path dir = fs::path(c.resume_dir) / "checkpoints";
+  const std::string files[2] = {checkpoint_file(rank, false), checkpoint_file(rank, true)};
+  std::vector<std::pair<std::uint64_t, Checkpoint>> usable;
+  std::string problems;
+  for (const auto& file : files) {
+    const std::string path = (dir / file).string();
+    if (file == files[1] && !fs::exists(path)) continue;  // a run's first checkpoint has no predecessor
+    try {
+      Checkpoint ckpt = read_checkpoint(path);
+      if (ckpt.text_section("config") != expected_fingerprint) {
+        throw InvalidArgument("the checkpoint in " + c.resume_dir +
+                              " was written with other training options (model, method, schedule, seed or workers): "
+                              "resume with the options of the original run");
+      }
+      const auto& identity = ckpt.integer_section("identity");
+      if (identity.size() != 2 || identity[0] != static_cast<std::uint64_t>(rank) ||
+          identity[1] != static_cast<std::uint64_t>(p)) {
+        throw InvalidArgument(
+            path + " is not rank " + std::to_string(rank) + "'s state" +
+            (identity.size() == 2 ? " (it was written by rank " + std::to_string(identity[0]) + " of " +
+                                        std::to_string(identity[1]) + ")"
+                                  : " (its identity section is malformed)") +
+            ": checkpoint files swapped or copied between ranks? Put each rank-R file back where rank R wrote it");
+      }
+      const std::uint64_t step = RunState::step_of(ckpt);
+      usable.emplace_back(step, std::move(ckpt));
+    } catch (const InvalidData& e) {
+      note_problem(problems, e.what());
+    } catch (const InvalidArgument& e) {
+      if (fs::exists(path)) throw;  // options that do not match: no other checkpoint can help
+      note_problem(problems, e.what());
+    }
+  }
+  // Every rank learns every rank's iterations (two slots each, 0 for none, else iteration + 1).
+  std::vector<double> slots(2 * static_cast<std::size_t>(p), 0.0);
+  for (std::size_t i = 0; i < usable.size(); ++i) {
+    slots[2 * static_cast<std::size_t>(rank) + i] = static_cast<double>(usable[i].first) + 1.0;
+  }
+  collectives::allreduce_sum(base, slots);
+  const auto slot = [&slots](int r, int i) { return slots[2 * static_cast<std::size_t>(r) + static_cast<std::size_t>(i)]; };
+  std::optional<std::uint64_t> common;
+  std::ostringstream held;
+  for (int r = 0; r < p; ++r) {
+    held << (r ? "; " : "") << "rank " << r << ":";
+    for (int i = 0; i < 2; ++i) {
+      if (slot(r, i) > 0) held << ' ' << static_cast<std::uint64_t>(slot(r, i) - 1);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    const double candidate = slot(0, i);
+    if (candidate <= 0) continue;
+    bool everywhere = true;
+    for (int r = 1; r < p && everywhere; ++r) everywhere = slot(r, 0) == candidate || slot(r, 1) == candidate;
+    if (everywhere && (!common || static_cast<std::uint64_t>(candidate - 1) > *common)) {
+      common = static_cast<std::uint64_t>(candidate - 1);
+    }
+  }
+  if (!common) {
+    std::ostringstream message;
+    message << "cannot resume from " << c.resume_dir << " with " << p
+            << " workers: no iteration has a complete checkpoint on every rank (iterations held: " << held.str() << ")";
+    if (!problems.empty()) message << "; rank " << rank << ": " << problems;
+    throw InvalidData(message.str());
+  }
+  ResumePoint point;
+  for (auto& [iteration, ckpt] : usable) {
+    if (iteration == *common) point.checkpoint = std::move(ckpt);
+  }
+  if (!problems.empty() || usable.front().first != *common) {
+    std::ostringstream warning;
+    warning << "rank " << rank << " resumes from its previous checkpoint (iteration " << *common << ")";
+    if (problems.empty()) {
+      warning << ", the newest that every rank holds";
+    } else {
+      warning << ": " << problems;
+    }
+    point.warning = warning.str();
+  }
+  return point;
+}
+
+}  // namespace sparsgd::torch_layer

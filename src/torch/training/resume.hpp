@@ -1,0 +1,27 @@
+#pragma once
+// Resuming a run: each rank keeps its last two checkpoints (rank-R.ckpt, rank-R.prev.ckpt), and all
+// ranks agree on the newest iteration that every one of them holds complete.
+
+#include <string>
+
+#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/torch/train_config.hpp"
+#include "sparsgd/transport/transport.hpp"
+
+namespace sparsgd::torch_layer {
+
+struct ResumePoint {
+  Checkpoint checkpoint;
+  std::string warning;  // set when this rank had to pass over a damaged or missing newest file
+};
+
+// A rank's checkpoint file in DIR/checkpoints, or the one it replaced.
+std::string checkpoint_file(int rank, bool previous);
+
+// Collective. Reads this rank's files in config.resume_dir, refuses a checkpoint of other options
+// (InvalidArgument) or of another rank (files swapped), and returns the checkpoint of the newest
+// iteration every rank holds; InvalidData when there is none, saying which iterations each holds.
+ResumePoint agree_on_resume_point(transport::Transport& transport, const TrainConfig& config,
+                                  const std::string& expected_fingerprint);
+
+}  // namespace sparsgd::torch_layer

@@ -1,0 +1,121 @@
+#include "run_records.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "run_state.hpp"
+#include "sparsgd/core/file_io.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace sparsgd::torch_layer {
+
+namespace fs = std::filesystem;
+
+const char* const kMetricsHeader =
+    "epoch,step,loss,lr,density,bytes_sent,compute_s,compression_s,communication_s,simulated_s,wall_s\n";
+
+void restart_metrics(const fs::path& from, const fs::path& to, std::uint64_t last_step) {
+  std::string kept = kMetricsHeader;
+  if (std::ifstream in(from); in) {
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // no newline: torn
+      if (std::count(line.begin(), line.end(), ',') != 10) continue;
+      const auto comma = line.find(',');
+      const auto next = line.find(',', comma + 1);
+      std::uint64_t row_step = 0;
+      const auto [end, error] = std::from_chars(line.data() + comma + 1, line.data() + next, row_step);
+      if (error != std::errc() || end != line.data() + next) continue;
+      if (row_step <= last_step) kept += line + '\n';
+    }
+  }
+  write_file_atomically(to, kept);
+}
+
+std::string metrics_row(const IterationRecord& r) {
+  std::ostringstream row;
+  row << r.epoch << ',' << r.step << ',' << r.loss << ',' << r.lr << ',' << r.density << ',' << r.bytes_sent << ','
+      << r.compute_seconds << ',' << r.compression_seconds << ',' << r.communication_seconds << ','
+      << r.simulated_seconds << ',' << r.wall_seconds << '\n';
+  return row.str();
+}
+
+void write_epochs(const fs::path& path, const std::vector<EpochResult>& history) {
+  std::ostringstream out;
+  const EpochResult header;
+  const char* separator = "";
+  epoch_result_fields(header, [&](const char* name, const auto&) {
+    out << separator << name;
+    separator = ",";
+  });
+  out << '\n';
+  for (const auto& e : history) {
+    separator = "";
+    epoch_result_fields(e, [&](const char*, const auto& value) {
+      out << separator << value;
+      separator = ",";
+    });
+    out << '\n';
+  }
+  write_file_atomically(path, out.str());
+}
+
+std::string to_json(const TrainSummary& s) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : s.history) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"iterations", e.iterations},
+                      {"train_loss", e.train_loss},
+                      {"test_loss", e.test_loss},
+                      {"test_accuracy", e.test_accuracy},
+                      {"test_perplexity", e.test_perplexity},
+                      {"wall_seconds", e.wall_seconds},
+                      {"simulated_seconds", e.simulated_seconds},
+                      {"bytes_per_iteration", e.bytes_per_iteration}});
+  }
+  std::string compressor = s.compressor;
+  if (s.r_factor > 0.0) {
+    std::ostringstream r;
+    r << s.compressor << "(r=" << s.r_factor << "k)";
+    compressor = r.str();
+  }
+  const nlohmann::json doc = {
+      {"method", compressor + "+" + s.aggregator},
+      {"r_factor", s.r_factor},
+      {"task", s.task},
+      {"metric", s.metric},
+      {"model", s.model},
+      {"optimizer", s.optimizer},
+      {"parameters", s.parameters},
+      {"compressor", s.compressor},
+      {"aggregator", s.aggregator},
+      {"network", s.network},
+      {"workers", s.workers},
+      {"epochs", s.epochs},
+      {"iterations", s.iterations},
+      {"density", s.density},
+      {"final_train_loss", s.final_train_loss},
+      {"final_test_loss", s.final_test_loss},
+      {"final_test_accuracy", s.final_test_accuracy},
+      {"final_test_perplexity", s.final_test_perplexity},
+      {"bytes_per_worker_per_iteration", s.bytes_per_iteration},
+      {"wall_seconds", s.wall_seconds},
+      {"simulated_seconds", s.simulated_seconds},
+      {"time_split_seconds",
+       {{"compute", s.compute_seconds}, {"compression", s.compression_seconds}, {"communication", s.communication_seconds}}},
+      {"resumed", s.resumed},
+      {"resumed_at", s.resumed_at},
+      {"skipped_steps", s.skipped_steps},
+      {"memory",
+       {{"estimate_bytes", s.memory.estimate_bytes},
+        {"resident_before_bytes", s.memory.resident_before_bytes},
+        {"peak_resident_bytes", s.memory.peak_resident_bytes}}},
+      {"history", epochs}};
+  return doc.dump();
+}
+
+}  // namespace sparsgd::torch_layer

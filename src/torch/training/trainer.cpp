@@ -1,0 +1,421 @@
+// The training loop over any task: each iteration a worker's forward and backward (the task's),
+// the gradient exchange and the optimizer step (the training optimizer's), the records; at the
+// end of each epoch an evaluation. Resume, checkpoints, run records, schedules and injected
+// faults live in their own files beside this one.
+
+#include "sparsgd/torch/trainer.hpp"
+
+#include <dlfcn.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include "injected_faults.hpp"
+#include "resume.hpp"
+#include "run_records.hpp"
+#include "run_state.hpp"
+#include "schedules.hpp"
+#include "sparsgd/collectives/agreement.hpp"
+#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
+#include "sparsgd/core/stop_request.hpp"
+#include "sparsgd/torch/task.hpp"
+#include "sparsgd/torch/training_optimizer.hpp"
+#include "sparsgd/transport/local.hpp"
+#include "sparsgd/transport/network_model.hpp"
+
+namespace sparsgd::torch_layer {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Iterations the whole run takes: its epochs, cut at --max-iters if that is given.
+std::uint64_t iterations_in_run(const TrainConfig& c, std::size_t per_epoch) {
+  const std::uint64_t all = per_epoch * static_cast<std::uint64_t>(c.epochs);
+  return c.max_iters > 0 ? std::min<std::uint64_t>(all, c.max_iters) : all;
+}
+
+// One worker's run. The constructor sets up (model, optimizer, identical initial parameters,
+// resume, records); run() is the loop.
+class TrainingRun {
+ public:
+  TrainingRun(transport::Transport& base, const TrainConfig& config, const Task& task, TrainObserver* observer,
+              const MemoryUse& memory)
+      : base_(base), c_(config), p_(base.size()), rank_(base.rank()), observer_(base.rank() == 0 ? observer : nullptr),
+        reporter_(base.rank() == 0), start_(Clock::now()) {
+    // Before anything else goes over the wire: ranks launched with different options would train
+    // silently apart, or wait for messages that never come.
+    collectives::check_ranks_agree(base_, run_config_fields(c_), "the training options");
+    const transport::NetworkSpec network = transport::parse_network(c_.network);
+    fault_ = parse_fault_plan(c_.inject_fault);
+    SPARSGD_ENFORCE(!fault_ || fault_->rank < p_,
+                    "--inject-fault names rank " << (fault_ ? fault_->rank : 0) << " but there are " << p_ << " workers");
+    if (network.enabled()) simulated_.emplace(base_, network);
+    worker_ = task.make_worker(rank_, p_);
+    buffers_.emplace(worker_->model().float_buffers());
+    std::vector<std::string> names;
+    for (auto& [name, tensor] : worker_->model().named_parameters()) {
+      names.push_back(name);
+      parameters_.push_back(tensor);
+    }
+    collectives::ExchangeConfig exchange;
+    exchange.compressor = {c_.compressor, c_.r_factor, c_.seed, c_.aggregator == "randk-shared"};
+    exchange.aggregator = c_.aggregator;
+    exchange.density = density_for_epoch(c_, 0);
+    const SgdConfig sgd{c_.momentum, c_.nesterov, c_.weight_decay, c_.momentum_correction, c_.per_layer,
+                        c_.on_nonfinite == "skip"};
+    optimizer_ = make_training_optimizer(c_.optimizer, comm(), parameters_, names, exchange, sgd);
+    // Identical initial parameters everywhere: rank 0's. Setup, not training: not on the clock.
+    std::vector<float> values(optimizer_->size());
+    optimizer_->flat().gather_values(values);
+    collectives::broadcast(base_, values, 0);
+    optimizer_->flat().scatter_values(values);
+
+    per_epoch_ = task.iterations_per_epoch(p_);
+    steps_total_ = iterations_in_run(c_, per_epoch_);
+    summary_.task = task.name();
+    summary_.model = task.model_name();
+    summary_.metric = task.metric();
+    summary_.compressor = c_.compressor;
+    summary_.aggregator = c_.aggregator;
+    summary_.network = network.name;
+    summary_.optimizer = c_.optimizer;
+    summary_.r_factor = c_.compressor == "rtopk" ? c_.r_factor : 0.0;
+    summary_.parameters = worker_->model().parameter_count();
+    summary_.workers = p_;
+    summary_.epochs = c_.epochs;
+    summary_.density = c_.density;
+    summary_.memory = memory;
+    if (!c_.resume_dir.empty()) resume();
+    open_records();
+  }
+
+  TrainSummary run() {
+    for (int epoch = state_.epoch; epoch < c_.epochs && state_.step < steps_total_; ++epoch) {
+      const bool resumed_mid_epoch = epoch == state_.epoch && state_.next_iteration > 0;
+      if (!resumed_mid_epoch) state_.epoch_loss_sum = state_.epoch_batches = 0.0;
+      state_.epoch = epoch;
+      worker_->start_epoch(epoch);
+      optimizer_->set_density(density_for_epoch(c_, epoch));
+      for (std::uint64_t it = resumed_mid_epoch ? state_.next_iteration : 0; it < per_epoch_ && state_.step < steps_total_;
+           ++it) {
+        stop_if_asked();
+        iterate(epoch, it);
+      }
+      end_epoch(epoch);
+      state_.next_iteration = 0;
+    }
+    if (metrics_) metrics_->durable();
+    summary_.iterations = state_.step;
+    summary_.skipped_steps = state_.skipped_steps;
+    summary_.compute_seconds = state_.compute_seconds;
+    summary_.compression_seconds = state_.compression_seconds;
+    summary_.communication_seconds = state_.communication_seconds;
+    summary_.wall_seconds = wall();
+    summary_.memory.peak_resident_bytes = peak_resident_bytes();
+    if (reporter_ && !out_dir().empty()) write_file_atomically(out_dir() / "summary.json", to_json(summary_) + '\n');
+    return summary_;
+  }
+
+ private:
+  void iterate(int epoch, std::uint64_t it) {
+    const double cpu_start = transport::thread_cpu_seconds();
+    const std::optional<double> loss = worker_->train_step(epoch, it);
+    if (loss) {
+      if (fault_) inject_fault_after_backward(*fault_, rank_, state_.step, c_.timeout_ms, base_, parameters_);
+      if (c_.clip_norm > 0.0) torch::nn::utils::clip_grad_norm_(parameters_, c_.clip_norm);
+      state_.epoch_loss_sum += *loss;
+      state_.epoch_batches += 1.0;
+    }
+    const double compute = transport::thread_cpu_seconds() - cpu_start;
+    const double lr = learning_rate(c_, p_, epoch + static_cast<double>(it) / static_cast<double>(per_epoch_));
+    const StepStats stats = optimizer_->step(state_.step, lr);
+    note_skips(stats);
+    state_.bytes_sent += stats.bytes_sent;
+    state_.compute_seconds += compute;
+    state_.compression_seconds += stats.compress_cpu_seconds;
+    state_.communication_seconds += stats.aggregate_wall_seconds;
+    state_.next_iteration = it + 1;
+    ++state_.step;
+    if (reporter_) {
+      const IterationRecord record{epoch, state_.step, steps_total_, loss.value_or(0.0), lr, optimizer_->density(),
+                                   stats.bytes_sent, compute, stats.compress_cpu_seconds,
+                                   stats.aggregate_wall_seconds, simulated_now(), wall()};
+      if (metrics_) metrics_->append(metrics_row(record));
+      if (observer_) observer_->on_iteration(record);
+    }
+    if (c_.checkpoint_every > 0 && state_.step % static_cast<std::uint64_t>(c_.checkpoint_every) == 0 &&
+        state_.step < steps_total_) {
+      save_checkpoint();
+    }
+  }
+
+  // Evaluation on the test set, off the simulated clock, with batch-norm statistics averaged over
+  // the workers (each saw its own batches).
+  void end_epoch(int epoch) {
+    if (simulated_) simulated_->discard_compute();
+    if (buffers_->size() > 0) {
+      std::vector<float> mine(buffers_->size());
+      buffers_->gather_values(mine);
+      std::vector<double> sum(mine.begin(), mine.end());
+      collectives::allreduce_sum(base_, sum);
+      for (std::size_t i = 0; i < sum.size(); ++i) mine[i] = static_cast<float>(sum[i] / p_);
+      buffers_->scatter_values(mine);
+    }
+    const Evaluation eval = worker_->evaluate(base_);
+    double totals[4] = {state_.epoch_loss_sum, state_.epoch_batches, static_cast<double>(state_.bytes_sent),
+                        static_cast<double>(state_.step)};
+    collectives::allreduce_sum(base_, totals);
+    EpochResult result{.epoch = epoch, .iterations = state_.step,
+                       .train_loss = totals[1] > 0 ? totals[0] / totals[1] : 0.0, .test_loss = eval.loss,
+                       .test_accuracy = eval.accuracy,
+                       .test_perplexity = summary_.metric == "perplexity" ? std::exp(eval.loss) : 0.0,
+                       .wall_seconds = wall(), .simulated_seconds = simulated_now(),
+                       .bytes_per_iteration = totals[3] > 0 ? totals[2] / totals[3] : 0.0};  // mean over workers
+    state_.history.push_back(result);
+    summary_.history = state_.history;
+    summary_.final_train_loss = result.train_loss;
+    summary_.final_test_loss = result.test_loss;
+    summary_.final_test_accuracy = result.test_accuracy;
+    summary_.final_test_perplexity = result.test_perplexity;
+    summary_.bytes_per_iteration = result.bytes_per_iteration;
+    summary_.simulated_seconds = result.simulated_seconds;
+    if (simulated_) simulated_->discard_compute();
+    if (reporter_) {
+      if (!out_dir().empty()) write_epochs(out_dir() / "epochs.csv", state_.history);
+      if (observer_) observer_->on_epoch(result);
+    }
+  }
+
+  void resume() {
+    const ResumePoint point = agree_on_resume_point(base_, c_, fingerprint(c_, p_));
+    if (!point.warning.empty()) std::fprintf(stderr, "sparsgd: warning: %s\n", point.warning.c_str());
+    const Checkpoint& ckpt = point.checkpoint;
+    const std::vector<float>& values = ckpt.float_section("parameters");
+    SPARSGD_ENFORCE_EQ(values.size(), optimizer_->size(), "checkpoint parameters do not fit the model");
+    optimizer_->flat().scatter_values(values);
+    const std::vector<float>& buffers = ckpt.float_section("buffers");
+    SPARSGD_ENFORCE_EQ(buffers.size(), buffers_->size(), "checkpoint buffers do not fit the model");
+    buffers_->scatter_values(buffers);
+    optimizer_->load(ckpt);
+    worker_->load(ckpt);
+    state_.load(ckpt);
+    wall_before_ = state_.wall_seconds;
+    if (simulated_) simulated_->set_clock(state_.simulated_seconds);
+    summary_.resumed = true;
+    summary_.resumed_at = state_.step;
+    last_checkpoint_ = state_.step;
+    last_checkpoint_run_ = c_.resume_dir;
+    // Before anything is written: a shorter run resumed from a longer one's checkpoint would
+    // rewrite that run's summary and drop its rows.
+    if (state_.step > steps_total_) {
+      throw InvalidArgument("the checkpoints in " + c_.resume_dir + " are at iteration " + std::to_string(state_.step) +
+                            ", beyond the " + std::to_string(steps_total_) +
+                            " iterations of this run (--max-iters, --epochs): resuming would rewrite a longer run's "
+                            "results; resume with that run's --max-iters and --epochs");
+    }
+  }
+
+  void open_records() {
+    if (reporter_ && !out_dir().empty()) {
+      fs::create_directories(out_dir());
+      if (summary_.resumed) {
+        restart_metrics(fs::path(c_.resume_dir) / "metrics.csv", out_dir() / "metrics.csv", state_.step);
+      } else {
+        write_file_atomically(out_dir() / "metrics.csv", kMetricsHeader);
+      }
+      metrics_.emplace(out_dir() / "metrics.csv");
+    }
+    if (observer_) observer_->on_start(summary_, steps_total_);
+  }
+
+  void save_checkpoint() {
+    if (metrics_) metrics_->durable();  // every row the checkpoint covers is on disk before it is
+    Checkpoint ckpt;
+    ckpt.texts["config"] = fingerprint(c_, p_);
+    // Whose state this is: a file copied or swapped to another rank must not resume silently.
+    ckpt.integers["identity"] = {static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(p_)};
+    std::vector<float> values(optimizer_->size());
+    optimizer_->flat().gather_values(values);
+    ckpt.floats["parameters"] = std::move(values);
+    std::vector<float> buffer_values(buffers_->size());
+    buffers_->gather_values(buffer_values);
+    ckpt.floats["buffers"] = std::move(buffer_values);
+    optimizer_->save(ckpt);
+    worker_->save(ckpt);
+    state_.wall_seconds = wall();
+    state_.simulated_seconds = simulated_now();
+    state_.save(ckpt);
+    const fs::path dir = out_dir() / "checkpoints";
+    fs::create_directories(dir);
+    const std::string file = (dir / checkpoint_file(rank_, false)).string();
+    if (fault_ && fault_->kind == FaultPlan::Kind::crash_checkpoint && rank_ == fault_->rank &&
+        state_.step >= fault_->iteration) {
+      crash_while_writing(file, ckpt);
+    }
+    write_checkpoint(file, ckpt, (dir / checkpoint_file(rank_, true)).string());
+    last_checkpoint_ = state_.step;
+    last_checkpoint_run_ = out_dir();
+    if (simulated_) simulated_->discard_compute();
+  }
+
+  // SIGINT or SIGTERM (when the program installed the handlers): stop between iterations, with
+  // the rows so far on disk, saying what can be resumed.
+  void stop_if_asked() {
+    const int signal = stop_requested();
+    if (signal == 0) return;
+    if (metrics_) metrics_->durable();
+    std::string message =
+        "interrupted by " + signal_name(signal) + " after iteration " + std::to_string(state_.step) + "; ";
+    if (!last_checkpoint_) {
+      message += c_.checkpoint_every > 0 ? "no checkpoint was written yet: nothing to resume from"
+                                         : "no checkpoints (--checkpoint-every 0): nothing to resume from";
+    } else {
+      // This rank's; the others may be a checkpoint ahead or behind, and a resume starts from the
+      // newest iteration that every rank holds.
+      message += "rank " + std::to_string(rank_) + "'s newest checkpoint is at iteration " +
+                 std::to_string(*last_checkpoint_) + " in " + (last_checkpoint_run_ / "checkpoints").string() +
+                 ": continue with the same options and --resume " + last_checkpoint_run_.string();
+    }
+    throw Interrupted(message, signal);
+  }
+
+  void note_skips(const StepStats& stats) {
+    if (!stats.skipped) {
+      consecutive_skips_ = 0;
+      return;
+    }
+    ++state_.skipped_steps;
+    if (++consecutive_skips_ >= kMaxConsecutiveSkips) {
+      throw InvalidData("gradients were non-finite for " + std::to_string(consecutive_skips_) +
+                        " iterations in a row (last: " + stats.skip_reason + "): the run has diverged; stopping");
+    }
+    if (stats.skip_reason.find("parameter") != std::string::npos) {
+      std::fprintf(stderr, "sparsgd: warning: skipped iteration %llu: %s\n",
+                   static_cast<unsigned long long>(state_.step), stats.skip_reason.c_str());
+    }
+  }
+
+  transport::Transport& comm() { return simulated_ ? static_cast<transport::Transport&>(*simulated_) : base_; }
+  double simulated_now() { return simulated_ ? simulated_->now() : 0.0; }
+  // Resumed runs count the time before the checkpoint, as the checkpoint recorded it.
+  double wall() const { return wall_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
+  fs::path out_dir() const { return c_.out_dir; }
+
+  transport::Transport& base_;
+  const TrainConfig& c_;
+  const int p_, rank_;
+  TrainObserver* observer_;
+  const bool reporter_;
+  const Clock::time_point start_;
+  double wall_before_ = 0.0;
+  std::optional<FaultPlan> fault_;
+  std::optional<transport::SimulatedNetwork> simulated_;
+  std::unique_ptr<TaskWorker> worker_;
+  std::optional<FlatParameters> buffers_;  // batch-norm statistics
+  std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<TrainingOptimizer> optimizer_;
+  std::size_t per_epoch_ = 0;
+  std::uint64_t steps_total_ = 0;
+  RunState state_;
+  TrainSummary summary_;
+  std::optional<AppendFile> metrics_;
+  std::optional<std::uint64_t> last_checkpoint_;
+  fs::path last_checkpoint_run_;
+  int consecutive_skips_ = 0;
+};
+
+// One BLAS thread per worker: the workers are the parallelism, and OpenBLAS's own pool would
+// oversubscribe the cores. Looked up at run time because the BLAS under LibTorch is chosen by
+// Debian's alternatives (reference BLAS, OpenBLAS, ...), not at build time.
+void limit_blas_threads() {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+}
+
+// What the data allows and the machine holds, checked before any worker starts: a batch larger
+// than a worker's shard would silently train on the shard instead, and a run that cannot fit in
+// memory would be killed by the kernel mid-run with no word.
+MemoryUse check_run_fits(const TrainConfig& c, const Task& task, int workers, int workers_here) {
+  task.check_fits(workers);
+  const std::uint64_t steps_total = iterations_in_run(c, task.iterations_per_epoch(workers));
+  SPARSGD_ENFORCE(static_cast<std::uint64_t>(c.checkpoint_every) <= steps_total,
+                  "--checkpoint-every " << c.checkpoint_every << " is more than the run's " << steps_total
+                                        << " iterations: no checkpoint would ever be written; use at most "
+                                        << steps_total);
+  const std::int64_t parameters = task.make_worker(0, workers)->model().parameter_count();
+  const ActivationEstimate activations = task.activation_memory();
+  const MemoryEstimate estimate = train_memory_estimate(parameters, activations.bytes, workers_here, activations.described);
+  MemoryUse use;
+  use.estimate_bytes = estimate.total();
+  use.resident_before_bytes = resident_bytes();
+  require_memory("train", estimate, "lower --batch-size or --workers, or use a smaller --model");
+  return use;
+}
+
+// Everything before the workers start: options, threads, the task's data, the fit.
+struct Prepared {
+  TrainConfig config;
+  std::unique_ptr<Task> task;
+  MemoryUse memory;
+};
+
+Prepared prepare(const TrainConfig& given, int workers, int workers_here) {
+  validate(given);
+  Prepared p{with_task_defaults(given), nullptr, {}};
+  // One intra-op thread per worker: the workers are the parallelism, and a fixed thread count
+  // keeps the arithmetic identical between in-process and MPI runs.
+  torch::set_num_threads(1);
+  limit_blas_threads();
+  p.task = load_task(p.config);
+  p.memory = check_run_fits(p.config, *p.task, workers, workers_here);
+  return p;
+}
+
+}  // namespace
+
+MemoryEstimate train_memory_estimate(std::int64_t parameters, double activation_bytes_per_worker, int workers_here,
+                                     const std::string& activations_described) {
+  const double per_worker =
+      activation_bytes_per_worker + 16.0 * 4.0 * static_cast<double>(parameters) + 16.0 * (1 << 20);
+  MemoryEstimate estimate;
+  estimate.add(std::to_string(workers_here) + (workers_here == 1 ? " worker" : " workers") + " x (" +
+                   activations_described + ", parameter copies, thread)",
+               workers_here * per_worker);
+  estimate.add("allocator", 32.0 * (1 << 20));
+  return estimate;
+}
+
+TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
+  const Prepared prepared = prepare(config, config.workers, config.workers);
+  TrainSummary summary;
+  std::mutex summary_mutex;
+  transport::run_local_workers(
+      config.workers,
+      [&](transport::Transport& t) {
+        TrainSummary mine = TrainingRun(t, prepared.config, *prepared.task, observer, prepared.memory).run();
+        if (t.rank() == 0) {
+          std::lock_guard lock(summary_mutex);
+          summary = std::move(mine);
+        }
+      },
+      std::chrono::milliseconds(config.timeout_ms));
+  return summary;
+}
+
+TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config, TrainObserver* observer,
+                          int workers_on_this_machine) {
+  const Prepared prepared =
+      prepare(config, transport.size(), std::clamp(workers_on_this_machine, 1, transport.size()));
+  return TrainingRun(transport, prepared.config, *prepared.task, observer, prepared.memory).run();
+}
+
+}  // namespace sparsgd::torch_layer
