@@ -65,7 +65,18 @@ reject simulate_out_empty "--out: must name a file or directory, got an empty st
 
 # Training: options, paths, checkpoints, fault specs.
 if with_torch; then
-  reject train_unknown_model "unknown model 'vgg'" train --model vgg
+  reject train_unknown_model "--model vgg is not a model of --task fashion-mnist \\(expected mlp, cnn, resnet20" train --model vgg
+  reject train_unknown_task "unknown --task 'imagenet' \\(expected fashion-mnist, cifar10 or lm\\)" train --task imagenet
+  reject train_model_of_other_task "--model lstm is not a model of --task cifar10" train --task cifar10 --model lstm
+  reject train_vgg16_on_28x28 "model vgg16 needs images of at least 32x32" train --model vgg16 --max-iters 1 --network none
+  reject train_cifar10_without_data "--task cifar10 needs --data DIR" train --task cifar10 --max-iters 1
+  reject train_cifar10_missing_files "data_batch_1.bin not found" train --task cifar10 --data "$work" --max-iters 1
+  reject train_lm_missing_files "train.txt not found" train --task lm --data "$work" --max-iters 1
+  reject train_model_file_missing "TorchScript model $work/none.pt not found" train --model "$work/none.pt"
+  reject train_bptt_zero "--bptt must be at least 1, got 0" train --task lm --bptt 0
+  reject train_hidden_size_zero "--hidden-size must be in \\[1, 65536\\], got 0" train --task lm --hidden-size 0
+  reject train_dropout_one "--dropout must be in \\[0, 1\\), got 1" train --task lm --dropout 1
+  reject train_clip_norm_negative "--clip-norm must be >= 0 \\(0: none\\), got -1" train --clip-norm -1
   reject train_checkpoint_every_beyond_run "--checkpoint-every 50 is more than the run's 20 iterations: no checkpoint would ever be written" \
     train --workers 2 --max-iters 20 --checkpoint-every 50 --network none --out "$work/checkpoint-beyond"
   reject train_batch_larger_than_shard "--batch-size 20000 is more than a worker's shard \\(15000 of the 60000" \

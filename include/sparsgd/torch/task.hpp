@@ -39,8 +39,9 @@ class TaskWorker {
  public:
   virtual ~TaskWorker() = default;
   virtual TrainableModel& model() = 0;
-  // Before an epoch's first iteration (the shuffled order, a fresh recurrent state).
-  virtual void start_epoch(int epoch) = 0;
+  // Before an epoch's first iteration (the shuffled order, a fresh recurrent state). `resumed`: the
+  // epoch continues from a checkpoint, whose state load() has restored and must be kept.
+  virtual void start_epoch(int epoch, bool resumed) = 0;
   // Builds this worker's batch `iteration` of the epoch, runs forward and backward (the gradients
   // replace what the parameters' .grad held) and returns the batch's mean loss; nullopt when this
   // worker's shard has no batch left (a shorter shard at the end of an epoch: the worker still

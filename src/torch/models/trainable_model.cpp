@@ -88,9 +88,10 @@ torch::Tensor ScriptedModel::forward(std::vector<torch::jit::IValue> inputs) {
   try {
     out = module_.forward(std::move(inputs));
   } catch (const std::exception& e) {
+    // TorchScript's messages carry the interpreter's traceback; the error itself is its last line.
     std::string why = e.what();
-    // TorchScript's messages carry the whole interpreter traceback; the first lines say what failed.
-    if (why.size() > 600) why = why.substr(0, 600) + " ...";
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    if (const auto line = why.rfind('\n'); line != std::string::npos) why.erase(0, line + 1);
     throw InvalidData("TorchScript model " + path_ + ": forward failed on the task's input: " + why);
   }
   if (!out.isTensor()) {

@@ -116,7 +116,7 @@ class ImageWorker final : public TaskWorker {
 
   TrainableModel& model() override { return model_.trainable(); }
 
-  void start_epoch(int epoch) override {
+  void start_epoch(int epoch, bool /*resumed*/) override {
     order_.clear();
     const auto order = epoch_permutation(train_.size(), config_.seed, static_cast<std::uint64_t>(epoch));
     order_.assign(order.begin(), order.end());

@@ -55,7 +55,9 @@ class LanguageWorker final : public TaskWorker {
 
   TrainableModel& model() override { return scripted_ ? static_cast<TrainableModel&>(*scripted_) : *module_; }
 
-  void start_epoch(int /*epoch*/) override { state_ = {}; }
+  void start_epoch(int /*epoch*/, bool resumed) override {
+    if (!resumed) state_ = {};
+  }
 
   std::optional<double> train_step(int epoch, std::uint64_t iteration) override {
     model().zero_grad();

@@ -103,7 +103,7 @@ class TrainingRun {
       const bool resumed_mid_epoch = epoch == state_.epoch && state_.next_iteration > 0;
       if (!resumed_mid_epoch) state_.epoch_loss_sum = state_.epoch_batches = 0.0;
       state_.epoch = epoch;
-      worker_->start_epoch(epoch);
+      worker_->start_epoch(epoch, resumed_mid_epoch);
       optimizer_->set_density(density_for_epoch(c_, epoch));
       for (std::uint64_t it = resumed_mid_epoch ? state_.next_iteration : 0; it < per_epoch_ && state_.step < steps_total_;
            ++it) {
