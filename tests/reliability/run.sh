@@ -463,6 +463,28 @@ estimate_run select bench select --json --n 8000000 --density 0.1 --repeat 1
 estimate_run simulate_measured simulate --json --model custom --params 8000000 --compute-ms 1 --compress-ms measured --density 0.1
 if with_torch; then
   estimate_run train_cnn train --json --workers 2 --model cnn --batch-size 512 --max-iters 2 --network none --out "$work/estimate-cnn"
+  # The other tasks, on data in their formats: CIFAR-10 records (random pixels) and a text corpus
+  # of a few thousand words.
+  /usr/bin/python3 - "$work/cifar" "$work/corpus" <<'PY'
+import os, random, sys
+cifar, corpus = sys.argv[1], sys.argv[2]
+os.makedirs(cifar)
+os.makedirs(corpus)
+r = random.Random(1)
+def records(n):
+    return b"".join(bytes([i % 10]) + r.randbytes(3072) for i in range(n))
+for i in range(1, 6):
+    open(f"{cifar}/data_batch_{i}.bin", "wb").write(records(100))
+open(f"{cifar}/test_batch.bin", "wb").write(records(500))
+for name, lines in (("train", 8000), ("valid", 100), ("test", 400)):
+    with open(f"{corpus}/{name}.txt", "w") as f:
+        for _ in range(lines):
+            f.write(" " + " ".join(f"w{r.randrange(5000)}" for _ in range(r.randrange(5, 25))) + "\n")
+PY
+  estimate_run train_cifar10_resnet20 train --json --task cifar10 --data "$work/cifar" --model resnet20 --workers 1 \
+    --batch-size 128 --max-iters 2 --network none --out "$work/estimate-cifar"
+  estimate_run train_lm train --json --task lm --data "$work/corpus" --workers 1 --batch-size 40 --max-iters 2 \
+    --network none --out "$work/estimate-lm"
 fi
 
 # The library's own fault tests: each injects one fault or one bad input into a component.
