@@ -18,6 +18,7 @@
 
 #include "injected_faults.hpp"
 #include "resume.hpp"
+#include "run_checkpoint.hpp"
 #include "run_records.hpp"
 #include "run_state.hpp"
 #include "schedules.hpp"
@@ -198,16 +199,8 @@ class TrainingRun {
   void resume() {
     const ResumePoint point = agree_on_resume_point(base_, c_, fingerprint(c_, p_));
     if (!point.warning.empty()) std::fprintf(stderr, "sparsgd: warning: %s\n", point.warning.c_str());
-    const Checkpoint& ckpt = point.checkpoint;
-    const std::vector<float>& values = ckpt.float_section("parameters");
-    SPARSGD_ENFORCE_EQ(values.size(), optimizer_->size(), "checkpoint parameters do not fit the model");
-    optimizer_->flat().scatter_values(values);
-    const std::vector<float>& buffers = ckpt.float_section("buffers");
-    SPARSGD_ENFORCE_EQ(buffers.size(), buffers_->size(), "checkpoint buffers do not fit the model");
-    buffers_->scatter_values(buffers);
-    optimizer_->load(ckpt);
-    worker_->load(ckpt);
-    state_.load(ckpt);
+    RunParts parts = this->parts();
+    restore(point.checkpoint, parts);
     wall_before_ = state_.wall_seconds;
     if (simulated_) simulated_->set_clock(state_.simulated_seconds);
     summary_.resumed = true;
@@ -239,21 +232,9 @@ class TrainingRun {
 
   void save_checkpoint() {
     if (metrics_) metrics_->durable();  // every row the checkpoint covers is on disk before it is
-    Checkpoint ckpt;
-    ckpt.texts["config"] = fingerprint(c_, p_);
-    // Whose state this is: a file copied or swapped to another rank must not resume silently.
-    ckpt.integers["identity"] = {static_cast<std::uint64_t>(rank_), static_cast<std::uint64_t>(p_)};
-    std::vector<float> values(optimizer_->size());
-    optimizer_->flat().gather_values(values);
-    ckpt.floats["parameters"] = std::move(values);
-    std::vector<float> buffer_values(buffers_->size());
-    buffers_->gather_values(buffer_values);
-    ckpt.floats["buffers"] = std::move(buffer_values);
-    optimizer_->save(ckpt);
-    worker_->save(ckpt);
     state_.wall_seconds = wall();
     state_.simulated_seconds = simulated_now();
-    state_.save(ckpt);
+    const Checkpoint ckpt = capture(parts(), fingerprint(c_, p_), rank_, p_);
     const fs::path dir = out_dir() / "checkpoints";
     fs::create_directories(dir);
     const std::string file = (dir / checkpoint_file(rank_, false)).string();
@@ -304,6 +285,7 @@ class TrainingRun {
     }
   }
 
+  RunParts parts() { return {*optimizer_, *buffers_, *worker_, state_}; }
   transport::Transport& comm() { return simulated_ ? static_cast<transport::Transport&>(*simulated_) : base_; }
   double simulated_now() { return simulated_ ? simulated_->now() : 0.0; }
   // Resumed runs count the time before the checkpoint, as the checkpoint recorded it.
