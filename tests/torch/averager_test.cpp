@@ -28,7 +28,7 @@ collectives::ExchangeConfig exchange_config(const std::string& compressor, const
   return c;
 }
 
-struct Observed {
+struct AveragerObserved {
   std::vector<float> average, residual, velocity;
 };
 
@@ -37,14 +37,14 @@ void run_case(int workers, const std::string& compressor, const std::string& agg
   const float momentum = 0.75f;
   const int steps = 4;
   const auto config = exchange_config(compressor, aggregator, density);
-  std::vector<std::vector<Observed>> seen(steps, std::vector<Observed>(static_cast<std::size_t>(workers)));
+  std::vector<std::vector<AveragerObserved>> seen(steps, std::vector<AveragerObserved>(static_cast<std::size_t>(workers)));
   transport::run_local_workers(workers, [&](transport::Transport& t) {
     GradientAverager averager(t, {{0, n / 3}, {n / 3, n}}, {"a", "b"}, config, false, false, momentum);
     std::vector<float> gradient(n), average(n);
     for (int s = 0; s < steps; ++s) {
       fill_gradient(gradient, 11, t.rank(), static_cast<std::uint64_t>(s));
       averager.average(gradient, average, static_cast<std::uint64_t>(s));
-      Observed& o = seen[static_cast<std::size_t>(s)][static_cast<std::size_t>(t.rank())];
+      AveragerObserved& o = seen[static_cast<std::size_t>(s)][static_cast<std::size_t>(t.rank())];
       o.average = average;
       o.residual = averager.residuals()[0];
       o.velocity = averager.local_velocity();
@@ -85,7 +85,7 @@ void run_case(int workers, const std::string& compressor, const std::string& agg
       }
       if (want.dense) std::fill(velocity[W].begin(), velocity[W].end(), 0.0f);
       for (std::size_t i = 0; i < n; ++i) mass_out += residual[W][i];
-      const Observed& o = seen[static_cast<std::size_t>(s)][W];
+      const AveragerObserved& o = seen[static_cast<std::size_t>(s)][W];
       for (std::size_t i = 0; i < n; ++i) {
         ASSERT_NEAR(o.average[i], expected[i], 1e-5f * (1.0f + std::fabs(expected[i])))
             << "average, step " << s << " worker " << w << " entry " << i;
