@@ -9,7 +9,6 @@
 // CIFAR-10 and the text corpus are generated in the official layouts (random pixels, random words
 // of a 10,000-word vocabulary); Fashion-MNIST is Debian's.
 #include <benchmark/benchmark.h>
-#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -21,6 +20,7 @@
 #include "sparsgd/torch/language_model.hpp"
 #include "sparsgd/torch/models.hpp"
 #include "sparsgd/torch/task.hpp"
+#include "sparsgd/torch/trainer.hpp"
 
 namespace {
 
@@ -66,7 +66,6 @@ TrainConfig config_for(const std::string& task, const std::string& model) {
 }
 
 void BM_TaskStep(benchmark::State& state, const std::string& task_name, const std::string& model) {
-  torch::set_num_threads(1);
   const TrainConfig c = config_for(task_name, model);
   const auto task = load_task(c);
   const auto worker = task->make_worker(0, 1);
@@ -84,7 +83,6 @@ void BM_TaskStep(benchmark::State& state, const std::string& task_name, const st
 
 // The same architecture and batch, the batch built once: forward, loss, backward.
 void BM_ForwardBackward(benchmark::State& state, const std::string& task_name, const std::string& model) {
-  torch::set_num_threads(1);
   const TrainConfig c = config_for(task_name, model);
   if (task_name == "lm") {
     const auto task = load_task(c);  // for the vocabulary's size, as the task builds the model
@@ -137,9 +135,7 @@ BENCHMARK_CAPTURE(BM_ForwardBackward, lm_lstm, std::string("lm"), std::string("l
 BENCHMARK_CAPTURE(BM_TaskStep, lm_lstm, std::string("lm"), std::string("lstm"))->Unit(benchmark::kMillisecond)->MinWarmUpTime(1.0);
 
 int main(int argc, char** argv) {
-  // One BLAS thread, as each `sparsgd train` worker has (OpenBLAS's own pool would add threads).
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+  use_one_thread_per_worker();  // as each `sparsgd train` worker runs
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

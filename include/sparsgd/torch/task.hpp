@@ -88,8 +88,9 @@ const std::vector<std::string>& task_names();
 std::string default_model(const std::string& task);
 std::string default_data_dir(const std::string& task);
 
-// Loads the task's data (shared read-only by in-process workers). Throws InvalidArgument for an
-// unknown task, a model that does not belong to it, or missing files (naming them and where to get
+// Checks the options (validate) and loads the task's data (shared read-only by in-process
+// workers). Throws InvalidArgument for a bad option, an unknown task, a model that does not belong
+// to it, or missing files (naming them and where to get
 // them); InvalidData for files that are not what they should be (naming the file, the expected
 // size or format).
 std::unique_ptr<Task> load_task(const TrainConfig& config);

@@ -90,6 +90,11 @@ TrainSummary train(const TrainConfig& config, TrainObserver* observer = nullptr)
 TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config,
                           TrainObserver* observer = nullptr, int workers_on_this_machine = 1);
 
+// One intra-op and one BLAS thread in this process, as every training worker runs: the workers are
+// the parallelism (more threads would oversubscribe the cores), and a fixed thread count keeps the
+// arithmetic identical between in-process and MPI runs. train() and train_worker() call it.
+void use_one_thread_per_worker();
+
 // The memory training needs beyond what the process holds once the data is loaded: per worker the
 // activations of a training batch and of an evaluation batch (from the task), and the copies of the
 // parameters (weights, gradients, flat buffers, residual, velocity, optimizer state).

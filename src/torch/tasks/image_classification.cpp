@@ -30,6 +30,14 @@ struct ImageTaskSpec {
   bool augment = false;                       // random crop (padding 4) and horizontal flip
   std::array<float, 3> mean{}, std{};         // for uint8 images, per channel
   std::int64_t eval_batch = 1000;
+  // For uint8 images: each channel's byte values normalized, made once (normalized_table()).
+  std::array<std::array<float, 256>, 3> table{};
+
+  void normalized_table() {
+    for (std::size_t ch = 0; ch < 3; ++ch) {
+      for (std::size_t v = 0; v < 256; ++v) table[ch][v] = (static_cast<float>(v) / 255.0f - mean[ch]) / std[ch];
+    }
+  }
 };
 
 // Builds the float inputs of `rows` of a uint8 image set: crop and flip drawn per example from
@@ -44,13 +52,6 @@ struct Augment {
 torch::Tensor normalized_batch(const ImageTaskSpec& spec, const torch::Tensor& images, const std::int64_t* rows,
                                std::int64_t count, Augment augment) {
   const std::int64_t c = spec.shape.channels, h = spec.shape.height, w = spec.shape.width;
-  std::array<std::array<float, 256>, 3> table{};
-  for (std::int64_t ch = 0; ch < c; ++ch) {
-    for (int v = 0; v < 256; ++v) {
-      table[static_cast<std::size_t>(ch)][static_cast<std::size_t>(v)] =
-          (static_cast<float>(v) / 255.0f - spec.mean[static_cast<std::size_t>(ch)]) / spec.std[static_cast<std::size_t>(ch)];
-    }
-  }
   torch::Tensor out = torch::empty({count, c, h, w}, torch::kFloat32);
   float* dst = out.data_ptr<float>();
   const std::uint8_t* base = images.data_ptr<std::uint8_t>();
@@ -66,7 +67,7 @@ torch::Tensor normalized_batch(const ImageTaskSpec& spec, const torch::Tensor& i
       flip = rng.below(2) == 1;
     }
     for (std::int64_t ch = 0; ch < c; ++ch) {
-      const auto& lut = table[static_cast<std::size_t>(ch)];
+      const auto& lut = spec.table[static_cast<std::size_t>(ch)];
       const float black = lut[0];
       for (std::int64_t y = 0; y < h; ++y) {
         const std::int64_t sy = y + dy - kPad;
@@ -201,14 +202,8 @@ class ImageTask final : public Task {
  public:
   ImageTask(ImageTaskSpec spec, Images train, Images test, const TrainConfig& config)
       : spec_(std::move(spec)), train_(std::move(train)), test_(std::move(test)), config_(config) {
-    const std::string& m = config_.model;
-    if (!is_scripted_model(m)) {
-      const auto& names = model_names();
-      SPARSGD_ENFORCE(std::find(names.begin(), names.end(), m) != names.end(),
-                      "--model " << m << " is not a model of --task " << spec_.name << " (expected " << models_of(spec_.name)
-                                 << ")");
-      make_model(m, spec_.shape);  // refuses a shape the model cannot take, before any worker starts
-    }
+    // The model's name was checked against the task by load_task (validate); a shape it cannot take
+    // is refused by make_model when the first worker is built, before training.
     SPARSGD_ENFORCE(test_.size() >= 1, "--task " << spec_.name << ": the test set is empty");
   }
 
@@ -277,6 +272,7 @@ std::unique_ptr<Task> make_cifar10_task(const TrainConfig& config) {
                      {kCifar10Mean[0], kCifar10Mean[1], kCifar10Mean[2]},
                      {kCifar10Std[0], kCifar10Std[1], kCifar10Std[2]},
                      500};
+  spec.normalized_table();
   return std::make_unique<ImageTask>(spec, Images{train.images, train.labels}, Images{test.images, test.labels}, config);
 }
 

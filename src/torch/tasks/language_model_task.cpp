@@ -171,11 +171,8 @@ class LanguageWorker final : public TaskWorker {
 
 class LanguageModelTask final : public Task {
  public:
-  LanguageModelTask(TextCorpus corpus, const TrainConfig& config) : corpus_(std::move(corpus)), config_(config) {
-    SPARSGD_ENFORCE(config_.model == "lstm" || is_scripted_model(config_.model),
-                    "--model " << config_.model << " is not a model of --task lm (expected " << models_of("lm") << ")");
-    SPARSGD_ENFORCE(config_.bptt >= 1, "--bptt must be at least 1, got " << config_.bptt);
-  }
+  // The options (model of the task, --bptt >= 1) were checked by load_task (validate).
+  LanguageModelTask(TextCorpus corpus, const TrainConfig& config) : corpus_(std::move(corpus)), config_(config) {}
 
   const std::string& name() const override { return name_; }
   const std::string& model_name() const override { return config_.model; }

@@ -33,6 +33,7 @@ std::string models_of(const std::string& task) {
 }
 
 std::unique_ptr<Task> load_task(const TrainConfig& given) {
+  validate(given);  // the one check of the options, the model's fit to the task among them
   const TrainConfig config = with_task_defaults(given);
   if (config.task == "fashion-mnist") return make_fashion_mnist_task(config);
   if (config.task == "cifar10") return make_cifar10_task(config);

@@ -30,53 +30,47 @@ std::vector<T> get(const Checkpoint& c, const std::string& name) {
 
 }  // namespace
 
+// History: one section per column of epoch_result_fields, one element per epoch.
 void RunState::save(Checkpoint& checkpoint) const {
   fields(*this, [&](const char* name, const auto& value) {
     put(checkpoint, name, std::vector<std::decay_t<decltype(value)>>{value});
   });
-  const EpochResult example;
-  epoch_result_fields(example, [&](const char* name, const auto& column) {
-    using T = std::decay_t<decltype(column)>;
-    std::vector<T> values;
-    for (const auto& e : history) {
-      epoch_result_fields(e, [&](const char* other, const auto& value) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, T>) {
-          if (std::string(other) == name) values.push_back(value);
-        }
-      });
-    }
-    put(checkpoint, std::string("history.") + name, values);
+  const EpochResult columns;
+  epoch_result_fields(columns, [&](const char* name, const auto& value) {
+    put(checkpoint, std::string("history.") + name, std::vector<std::decay_t<decltype(value)>>{});
   });
+  for (const auto& e : history) {
+    epoch_result_fields(e, [&](const char* name, const auto& value) {
+      if constexpr (std::is_floating_point_v<std::decay_t<decltype(value)>>) {
+        checkpoint.doubles[std::string("history.") + name].push_back(value);
+      } else {
+        checkpoint.integers[std::string("history.") + name].push_back(static_cast<std::uint64_t>(value));
+      }
+    });
+  }
 }
 
 void RunState::load(const Checkpoint& checkpoint) {
   fields(*this, [&](const char* name, auto& value) {
-    using T = std::decay_t<decltype(value)>;
-    const auto v = get<T>(checkpoint, name);
+    const auto v = get<std::decay_t<decltype(value)>>(checkpoint, name);
     if (v.size() != 1) throw InvalidData(std::string("checkpoint section ") + name + " is malformed");
     value = v.front();
   });
-  history.clear();
-  std::size_t epochs = 0;
-  bool first = true;
-  EpochResult probe;
-  epoch_result_fields(probe, [&](const char* name, auto& column) {
-    using T = std::decay_t<decltype(column)>;
-    const auto values = get<T>(checkpoint, std::string("history.") + name);
-    if (first) {
-      epochs = values.size();
-      history.resize(epochs);
-      first = false;
-    }
-    if (values.size() != epochs) throw InvalidData(std::string("checkpoint section history.") + name + " is malformed");
-    for (std::size_t i = 0; i < epochs; ++i) {
-      epoch_result_fields(history[i], [&](const char* other, auto& field) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(field)>, T>) {
-          if (std::string(other) == name) field = values[i];
-        }
-      });
-    }
-  });
+  history.assign(checkpoint.integer_section("history.epoch").size(), EpochResult{});
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    epoch_result_fields(history[i], [&](const char* name, auto& field) {
+      using T = std::decay_t<decltype(field)>;
+      const std::string section = std::string("history.") + name;
+      const std::size_t rows = std::is_floating_point_v<T> ? checkpoint.double_section(section).size()
+                                                           : checkpoint.integer_section(section).size();
+      if (rows != history.size()) throw InvalidData("checkpoint section " + section + " is malformed");
+      if constexpr (std::is_floating_point_v<T>) {
+        field = checkpoint.double_section(section)[i];
+      } else {
+        field = static_cast<T>(checkpoint.integer_section(section)[i]);
+      }
+    });
+  }
 }
 
 std::uint64_t RunState::step_of(const Checkpoint& checkpoint) {

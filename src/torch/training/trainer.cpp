@@ -315,14 +315,6 @@ class TrainingRun {
   int consecutive_skips_ = 0;
 };
 
-// One BLAS thread per worker: the workers are the parallelism, and OpenBLAS's own pool would
-// oversubscribe the cores. Looked up at run time because the BLAS under LibTorch is chosen by
-// Debian's alternatives (reference BLAS, OpenBLAS, ...), not at build time.
-void limit_blas_threads() {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
-}
-
 // What the data allows and the machine holds, checked before any worker starts: a batch larger
 // than a worker's shard would silently train on the shard instead, and a run that cannot fit in
 // memory would be killed by the kernel mid-run with no word.
@@ -351,18 +343,22 @@ struct Prepared {
 };
 
 Prepared prepare(const TrainConfig& given, int workers, int workers_here) {
-  validate(given);
   Prepared p{with_task_defaults(given), nullptr, {}};
-  // One intra-op thread per worker: the workers are the parallelism, and a fixed thread count
-  // keeps the arithmetic identical between in-process and MPI runs.
-  torch::set_num_threads(1);
-  limit_blas_threads();
+  use_one_thread_per_worker();
   p.task = load_task(p.config);
   p.memory = check_run_fits(p.config, *p.task, workers, workers_here);
   return p;
 }
 
 }  // namespace
+
+void use_one_thread_per_worker() {
+  torch::set_num_threads(1);
+  // OpenBLAS keeps its own pool: looked up at run time because the BLAS under LibTorch is chosen by
+  // Debian's alternatives (reference BLAS, OpenBLAS, ...), not at build time.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+}
 
 MemoryEstimate train_memory_estimate(std::int64_t parameters, double activation_bytes_per_worker, int workers_here,
                                      const std::string& activations_described) {
