@@ -15,8 +15,8 @@ Two ways in, both over the process group that ``torch.distributed.init_process_g
                                                model.named_parameters(), density=0.01)
       sparsgd.torch.broadcast_parameters(model.state_dict(), root_rank=0)
 
-Each worker adds its residual to its gradient (error feedback), selects entries (topk, randk,
-rtopk, gaussiank, dgc, or none), the workers aggregate the sparse gradients (allgather, gtopk,
+Each worker adds its residual to its gradient (error feedback; ``error_feedback=False`` drops it
+instead), selects entries (topk, randk, randk-unbiased, rtopk, gaussiank, dgc, or none), the workers aggregate the sparse gradients (allgather, gtopk,
 gtopk-rd, randk-shared, or dense), and what did not get into the sum stays in the residual. The
 result is the AVERAGE over the workers (the sum divided by the world size once). The work runs
 in C++ (sparsgd._C) with the GIL released.
@@ -35,7 +35,8 @@ _STAT_KEYS = ("bytes_sent", "messages_sent", "selected", "compress_s", "aggregat
               "feedback_s", "network_s")
 
 
-def _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms, on_nonfinite):
+def _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms, on_nonfinite,
+             error_feedback=True):
     """The exchange options, checked, with the CLI's names and defaults."""
     if compressor not in _C.compressor_names():
         raise ValueError(f"sparsgd: unknown compressor {compressor!r}; one of {', '.join(_C.compressor_names())}")
@@ -57,11 +58,18 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
         network = "none"
     if not isinstance(network, str):
         raise ValueError(f"sparsgd: network must be a string such as 'paper-1gbe', got {network!r}")
+    if not isinstance(error_feedback, bool):
+        raise ValueError(f"sparsgd: error_feedback must be True or False, got {error_feedback!r}")
     if shared_seed is None:
         shared_seed = aggregator == "randk-shared"
+    # The combinations (randk-shared with a compressor of shared indices, an unbiased compressor
+    # without error feedback) are the C++ layer's rules: asked here, before any exchange.
+    _C.validate_exchange(compressor, aggregator, float(density), float(r_factor), seed, bool(shared_seed),
+                         error_feedback)
     return {"compressor": compressor, "aggregator": aggregator, "density": float(density),
-            "r_factor": float(r_factor), "seed": seed, "shared_seed": bool(shared_seed), "network": network,
-            "timeout_ms": timeout_ms, "on_nonfinite": on_nonfinite}
+            "r_factor": float(r_factor), "seed": seed, "shared_seed": bool(shared_seed),
+            "error_feedback": error_feedback, "network": network, "timeout_ms": timeout_ms,
+            "on_nonfinite": on_nonfinite}
 
 
 _transports_made = {}
@@ -100,7 +108,8 @@ def _transport(process_group, options):
 
 
 def _exchange_kwargs(options):
-    return {k: options[k] for k in ("compressor", "aggregator", "density", "r_factor", "seed", "shared_seed")}
+    return {k: options[k] for k in ("compressor", "aggregator", "density", "r_factor", "seed", "shared_seed",
+                                    "error_feedback")}
 
 
 def _agree(transport, options, what, extra=()):
@@ -138,7 +147,9 @@ class HookState:
 
     Keyword names are the CLI's: compressor (topk, randk, rtopk, gaussiank, dgc, none),
     aggregator (allgather, gtopk, gtopk-rd, randk-shared, dense), density, r_factor (rtopk),
-    seed, shared_seed (randk; default: on for randk-shared), network (none, 1gbe, 10gbe,
+    seed, shared_seed (randk, randk-unbiased; default: on for randk-shared), error_feedback (True:
+    what did not get into the sum stays in the residual; False: it is dropped, as randk-unbiased,
+    whose values are scaled by n/k, requires), network (none, 1gbe, 10gbe,
     paper-1gbe, alpha=S,bw=BITS: a network model whose clock gives ``network_s``, what the step's
     exchange would take on that network), timeout_ms (every wait; a silent or dead peer is an
     error naming it), on_nonfinite ('stop': a NaN or Inf gradient raises, naming the parameter;
@@ -160,9 +171,9 @@ class HookState:
 
     def __init__(self, process_group=None, compressor="topk", aggregator="gtopk-rd", density=0.01, r_factor=4.0,
                  seed=0, shared_seed=None, network="none", timeout_ms=60000, on_nonfinite="stop", module=None,
-                 momentum_correction=0.0):
+                 momentum_correction=0.0, error_feedback=True):
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
-                                on_nonfinite)
+                                on_nonfinite, error_feedback)
         if isinstance(momentum_correction, bool) or not isinstance(momentum_correction, (int, float)) \
                 or not math.isfinite(momentum_correction) or not 0.0 <= momentum_correction < 1.0:
             raise ValueError(f"sparsgd: momentum_correction must be a number in [0, 1) (0: off), "
@@ -241,7 +252,8 @@ class HookState:
 
     def set_density(self, density):
         """From the next exchange on (a density warm-up)."""
-        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop")
+        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
+                 self.options["error_feedback"])
         self.options["density"] = float(density)
         for bucket in self._buckets.values():
             bucket.averager.set_density(float(density))
@@ -278,12 +290,12 @@ class DistributedOptimizer:
 
     def __init__(self, optimizer, named_parameters=None, process_group=None, compressor="topk",
                  aggregator="gtopk-rd", density=0.01, r_factor=4.0, seed=0, shared_seed=None, per_layer=False,
-                 network="none", timeout_ms=60000, on_nonfinite="stop"):
+                 network="none", timeout_ms=60000, on_nonfinite="stop", error_feedback=True):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ValueError(f"sparsgd: DistributedOptimizer wraps a torch.optim.Optimizer, got {type(optimizer)}")
         self.optimizer = optimizer
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
-                                on_nonfinite)
+                                on_nonfinite, error_feedback)
         self.options["per_layer"] = bool(per_layer)
         names = {}
         if named_parameters is not None:
@@ -353,7 +365,8 @@ class DistributedOptimizer:
 
     def set_density(self, density):
         """From the next step on (a density warm-up)."""
-        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop")
+        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
+                 self.options["error_feedback"])
         self.options["density"] = float(density)
         self._sync.set_density(float(density))
 

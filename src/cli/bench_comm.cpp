@@ -46,6 +46,7 @@ struct CommOptions {
   std::string network = "none";
   std::string model_network = "none";  // closed form only: real networks, or SMPI's simulated one
   double r_factor = 4.0;
+  bool error_feedback = true;
   int iters = 5;
   std::uint64_t seed = 1;
   int timeout_ms = 60'000;
@@ -149,6 +150,7 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   config.compressor.shared_seed = o.aggregator == "randk-shared";
   config.aggregator = o.aggregator;
   config.density = o.density;
+  config.error_feedback = o.error_feedback;
   config.barrier_before_aggregation = true;  // so that the aggregation is timed alone
   return config;
 }
@@ -267,7 +269,8 @@ Verification verify(const CommOptions& o, int workers, const std::vector<std::pa
     for (int w = 0; w < workers; ++w) {
       auto& res = residual[static_cast<std::size_t>(w)];
       fill_gradient(acc, o.seed, w, static_cast<std::uint64_t>(it));
-      for (std::size_t i = 0; i < o.n; ++i) res[i] += acc[i];  // res now holds acc
+      // res now holds acc (without error feedback the previous residual is dropped).
+      for (std::size_t i = 0; i < o.n; ++i) res[i] = (o.error_feedback ? res[i] : 0.0f) + acc[i];
       compressors[static_cast<std::size_t>(w)]->compress(res, k, {static_cast<std::uint64_t>(it), w},
                                                         selections[static_cast<std::size_t>(w)]);
     }
@@ -293,9 +296,11 @@ Verification verify(const CommOptions& o, int workers, const std::vector<std::pa
       const auto iw = static_cast<std::size_t>(w);
       std::vector<float>& res = residual[iw];
       if (last) {
-        // res holds acc_w here; after the update below it holds the residual.
+        // res holds acc_w here; after the update below it holds the residual. An unbiased
+        // compressor's sum holds acc's entries times its scale.
+        const double scale = compressors[iw]->value_scale(o.n, k);
         for (std::size_t e = 0; e < selections[iw].size(); ++e) {
-          if (want.consumed[iw][e]) consumed_sum[selections[iw].indices[e]] += res[selections[iw].indices[e]];
+          if (want.consumed[iw][e]) consumed_sum[selections[iw].indices[e]] += scale * res[selections[iw].indices[e]];
         }
       }
       for (std::size_t e = 0; e < selections[iw].size(); ++e) {
@@ -507,10 +512,7 @@ void validate_options(const CommOptions& o) {
   validate_density(o.density);
   SPARSGD_ENFORCE(o.iters >= 1, "--iters must be at least 1, got " << o.iters);
   SPARSGD_ENFORCE(o.timeout_ms >= 1, "--timeout-ms must be at least 1, got " << o.timeout_ms);
-  compress::make_compressor(exchange_config(o).compressor);  // validates the name and r_factor
-  collectives::make_aggregator(o.aggregator);
-  SPARSGD_ENFORCE(o.aggregator != "randk-shared" || o.compressor == "randk",
-                  "the randk-shared aggregator needs the randk compressor (its workers must select the same indices)");
+  collectives::validate(exchange_config(o));
   if (o.model_network != "none") {
     SPARSGD_ENFORCE(o.network == "none", "--model-network is for runs without --network (which reports the model itself)");
     SPARSGD_ENFORCE(transport::parse_network(o.model_network).enabled(), "--model-network needs a bandwidth");
@@ -703,6 +705,7 @@ collectives::ConfigFields comm_config_fields(const CommOptions& o) {
           {"--network", o.network},
           {"--model-network", o.model_network},
           {"--r-factor", field_value(o.r_factor)},
+          {"--error-feedback", o.error_feedback ? "on" : "off"},
           {"--iters", std::to_string(o.iters)},
           {"--seed", std::to_string(o.seed)},
           {"--timeout-ms", std::to_string(o.timeout_ms)},
@@ -741,7 +744,9 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--workers", opt->workers, "workers for the local transport")->capture_default_str();
   cmd->add_option("--n", opt->n, "gradient length")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--density", opt->density, "fraction of entries each worker selects, in (0, 1]")->capture_default_str();
-  cmd->add_option("--compressor", opt->compressor, "topk, randk, rtopk, gaussiank, dgc or none")->capture_default_str();
+  cmd->add_option("--compressor", opt->compressor,
+                  "topk, randk, randk-unbiased (needs --error-feedback off), rtopk, gaussiank, dgc or none")
+      ->capture_default_str();
   cmd->add_option("--aggregator", opt->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
   cmd->add_option("--network", opt->network, "none, 1gbe, 10gbe, paper-1gbe or alpha=SECONDS,bw=BITS_PER_SECOND")->capture_default_str();
   cmd->add_option("--model-network", opt->model_network,
@@ -749,6 +754,11 @@ void register_bench_comm(CLI::App& bench) {
                   "that is not simulated here (a real network, or SimGrid SMPI's)")
       ->capture_default_str();
   cmd->add_option("--r-factor", opt->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--error-feedback", [opt](const std::string& v) { opt->error_feedback = v == "on"; },
+         "on: what a worker did not get into the sum stays in its residual; off: it is dropped")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str("on");
   cmd->add_option("--iters", opt->iters, "iterations")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "seed of the synthetic gradients and random compressors")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--timeout-ms", opt->timeout_ms, "longest wait for a peer before failing")->capture_default_str();

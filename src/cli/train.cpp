@@ -154,7 +154,19 @@ void register_train(CLI::App& app) {
                   "clip each worker's gradient to this L2 norm before the exchange (0: none; lm: 0.25 as in the "
                   "PyTorch example)")
       ->capture_default_str();
-  cmd->add_option("--compressor", c->compressor, "topk, randk, rtopk, gaussiank, dgc or none")->capture_default_str();
+  cmd->add_option("--validation", c->validation,
+                  "image tasks: hold out the last N training examples as a validation set, evaluated every epoch "
+                  "(lm: valid.txt is)")
+      ->capture_default_str();
+  cmd->add_option("--compressor", c->compressor,
+                  "topk, randk, randk-unbiased (values times n/k; needs --error-feedback off), rtopk, gaussiank, dgc "
+                  "or none")
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--error-feedback", [c](const std::string& v) { c->error_feedback = v == "on"; },
+         "on: what a worker did not get into the sum stays in its residual; off: it is dropped")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str("on");
   cmd->add_option("--aggregator", c->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
   cmd->add_option("--density", c->density, "fraction of gradient entries each worker sends, in (0, 1]")->capture_default_str();
   cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();
@@ -171,7 +183,11 @@ void register_train(CLI::App& app) {
   cmd->add_option("--weight-decay", c->weight_decay, "weight decay")->capture_default_str();
   cmd->add_option("--warmup-epochs", c->warmup_epochs, "learning rate from lr/P to lr over these epochs")->capture_default_str();
   cmd->add_option("--lr-schedule", c->lr_schedule, "none, step or cosine")->capture_default_str();
-  cmd->add_flag("--momentum-correction", c->momentum_correction, "DGC momentum correction");
+  cmd->add_option("--momentum-correction", c->momentum_correction,
+                  "DGC momentum correction: auto (on with --optimizer sgd: it closes the gap to dense S-SGD, "
+                  "docs/results/convergence.md), on or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_flag("--per-layer", c->per_layer, "compress each layer on its own");
   cmd->add_option("--network", c->network, "simulated network: none, 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS")->capture_default_str();
   cmd->add_option("--seed", c->seed, "seed")->capture_default_str()->check(non_negative_integer());

@@ -3,15 +3,38 @@
 #include <chrono>
 
 #include "sparsgd/core/density.hpp"
+#include "sparsgd/core/error.hpp"
 #include "sparsgd/transport/network_model.hpp"
 
 namespace sparsgd::collectives {
 
+void validate(const ExchangeConfig& config) {
+  const auto compressor = compress::make_compressor(config.compressor);
+  make_aggregator(config.aggregator);
+  validate_density(config.density);
+  const bool randk_family = config.compressor.name == "randk" || config.compressor.name == "randk-unbiased";
+  SPARSGD_ENFORCE(config.aggregator != "randk-shared" || randk_family,
+                  "the randk-shared aggregator needs the randk or randk-unbiased compressor (its workers must select "
+                  "the same indices), not " << config.compressor.name);
+  SPARSGD_ENFORCE(!config.error_feedback || compressor->value_scale(2, 1) == 1.0,
+                  "the " << config.compressor.name
+                         << " compressor scales the values it sends, which error feedback cannot account for: "
+                            "switch error feedback off");
+}
+
+namespace {
+// The whole configuration is checked before any member is built from a part of it.
+std::unique_ptr<compress::Compressor> make_validated_compressor(const ExchangeConfig& config) {
+  validate(config);
+  return compress::make_compressor(config.compressor);
+}
+}  // namespace
+
 GradientExchange::GradientExchange(transport::Transport& transport, std::size_t n, const ExchangeConfig& config)
     : transport_(transport),
-      compressor_(compress::make_compressor(config.compressor)),
+      compressor_(make_validated_compressor(config)),
       aggregator_(make_aggregator(config.aggregator)),
-      feedback_(n),
+      feedback_(n, config.error_feedback),
       k_(k_from_density(n, config.density)),
       barrier_before_aggregation_(config.barrier_before_aggregation) {}
 

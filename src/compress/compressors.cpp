@@ -28,11 +28,16 @@ class TopkCompressor final : public Compressor {
   select::TopkWorkspace workspace_;
 };
 
+// randk, and its unbiased form: the same indices, values times n/k, so that the sent vector's
+// expectation over the draw is acc itself (meant to run without error feedback).
 class RandkCompressor final : public Compressor {
  public:
-  RandkCompressor(std::uint64_t seed, bool shared) : seed_(seed), shared_(shared) {}
-  std::string name() const override { return "randk"; }
+  RandkCompressor(std::uint64_t seed, bool shared, bool unbiased) : seed_(seed), shared_(shared), unbiased_(unbiased) {}
+  std::string name() const override { return unbiased_ ? "randk-unbiased" : "randk"; }
   bool shared_indices() const override { return shared_; }
+  double value_scale(std::size_t n, std::size_t k) const override {
+    return unbiased_ ? static_cast<double>(n) / static_cast<double>(k) : 1.0;
+  }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                 SparseVector& out) override {
     validate_k(acc.size(), k);
@@ -43,12 +48,14 @@ class RandkCompressor final : public Compressor {
     out.dim = acc.size();
     out.resize(k);
     select::random_k_indices(acc.size(), k, seed, out.indices, bitmap_);
-    for (std::size_t i = 0; i < k; ++i) out.values[i] = acc[out.indices[i]];
+    const auto scale = static_cast<float>(value_scale(acc.size(), k));
+    for (std::size_t i = 0; i < k; ++i) out.values[i] = scale * acc[out.indices[i]];
   }
 
  private:
   std::uint64_t seed_;
   bool shared_;
+  bool unbiased_;
   std::vector<std::uint64_t> bitmap_;
 };
 
@@ -101,8 +108,8 @@ class DenseCompressor final : public Compressor {
 }  // namespace
 
 std::unique_ptr<Compressor> make_topk_compressor() { return std::make_unique<TopkCompressor>(); }
-std::unique_ptr<Compressor> make_randk_compressor(std::uint64_t seed, bool shared_seed) {
-  return std::make_unique<RandkCompressor>(seed, shared_seed);
+std::unique_ptr<Compressor> make_randk_compressor(std::uint64_t seed, bool shared_seed, bool unbiased) {
+  return std::make_unique<RandkCompressor>(seed, shared_seed, unbiased);
 }
 std::unique_ptr<Compressor> make_rtopk_compressor(double r_factor, std::uint64_t seed) {
   return std::make_unique<RtopkCompressor>(r_factor, seed);

@@ -8,7 +8,7 @@
 namespace sparsgd::compress {
 
 std::unique_ptr<Compressor> make_topk_compressor();
-std::unique_ptr<Compressor> make_randk_compressor(std::uint64_t seed, bool shared_seed);
+std::unique_ptr<Compressor> make_randk_compressor(std::uint64_t seed, bool shared_seed, bool unbiased);
 std::unique_ptr<Compressor> make_rtopk_compressor(double r_factor, std::uint64_t seed);
 std::unique_ptr<Compressor> make_gaussiank_compressor();
 std::unique_ptr<Compressor> make_dgc_compressor();

@@ -7,7 +7,7 @@
 
 namespace sparsgd::compress {
 
-ErrorFeedback::ErrorFeedback(std::size_t n) : buffer_(n, 0.0f) { validate_length(n); }
+ErrorFeedback::ErrorFeedback(std::size_t n, bool enabled) : buffer_(n, 0.0f), enabled_(enabled) { validate_length(n); }
 
 std::span<const float> ErrorFeedback::accumulate(std::span<const float> gradient) {
   SPARSGD_ENFORCE_EQ(gradient.size(), buffer_.size(), "gradient length differs from the residual's");
@@ -15,7 +15,11 @@ std::span<const float> ErrorFeedback::accumulate(std::span<const float> gradient
   float* acc = buffer_.data();
   const float* g = gradient.data();
   const std::size_t n = buffer_.size();
-  for (std::size_t i = 0; i < n; ++i) acc[i] += g[i];
+  if (enabled_) {
+    for (std::size_t i = 0; i < n; ++i) acc[i] += g[i];
+  } else {
+    std::copy(g, g + n, acc);
+  }
   pending_ = true;
   return buffer_;
 }

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/gradient_exchange.hpp"
+#include "sparsgd/core/error.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/core/wire.hpp"
@@ -161,4 +163,35 @@ TEST(AggregatorErrors, RejectsBadLocalSelections) {
 }
 
 }  // namespace
+// The exchange's options are refused as a whole, naming what is wrong, before anything is built.
+TEST(ExchangeConfigErrors, ImpossibleCombinationsAreNamed) {
+  const auto message_of = [](const ExchangeConfig& config) -> std::string {
+    try {
+      validate(config);
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ExchangeConfig ok;
+  EXPECT_EQ(message_of(ok), "");
+  ExchangeConfig shared = ok;
+  shared.aggregator = "randk-shared";
+  EXPECT_NE(message_of(shared).find("needs the randk or randk-unbiased compressor"), std::string::npos);
+  shared.compressor.name = "randk-unbiased";
+  EXPECT_NE(message_of(shared).find("switch error feedback off"), std::string::npos);
+  shared.error_feedback = false;
+  EXPECT_EQ(message_of(shared), "");
+  ExchangeConfig unknown = ok;
+  unknown.compressor.name = "top-k";
+  EXPECT_NE(message_of(unknown).find("unknown compressor"), std::string::npos);
+  ExchangeConfig density = ok;
+  density.density = 0.0;
+  EXPECT_NE(message_of(density), "");
+  // The exchange itself refuses what validate refuses.
+  transport::LocalTransport one(std::make_shared<transport::LocalContext>(1), 0);
+  shared.error_feedback = true;
+  EXPECT_THROW(GradientExchange(one, 100, shared), InvalidArgument);
+}
+
 }  // namespace sparsgd::collectives

@@ -33,17 +33,21 @@ struct Case {
   double density;
   std::string compressor;
   std::string aggregator;
+  bool error_feedback = true;
 };
 
 inline std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  std::string agg = c.aggregator;
-  for (char& ch : agg) {
-    if (ch == '-') ch = '_';
-  }
+  const auto identifier = [](std::string s) {
+    for (char& ch : s) {
+      if (ch == '-') ch = '_';
+    }
+    return s;
+  };
   // A stream rather than string concatenation: GCC 12 warns falsely (-Wrestrict) on the latter.
   std::ostringstream name;
-  name << 'P' << c.workers << "_n" << c.n << "_d" << std::lround(c.density * 10000) << '_' << c.compressor << '_' << agg;
+  name << 'P' << c.workers << "_n" << c.n << "_d" << std::lround(c.density * 10000) << '_' << identifier(c.compressor)
+       << '_' << identifier(c.aggregator) << (c.error_feedback ? "" : "_noef");
   return name.str();
 }
 
@@ -81,6 +85,9 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
   config.compressor.shared_seed = c.aggregator == "randk-shared";
   config.aggregator = c.aggregator;
   config.density = c.density;
+  config.error_feedback = c.error_feedback;
+  // An unbiased compressor's sum holds acc's entries times this factor.
+  const double scale = compress::make_compressor(config.compressor)->value_scale(c.n, k);
 
   // What each worker saw, per iteration.
   struct Seen {
@@ -97,7 +104,9 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
     std::vector<float> gradient(c.n);
     for (int it = 0; it < iterations; ++it) {
       fill_gradient(gradient, 11, t.rank(), static_cast<std::uint64_t>(it));
-      std::vector<float> acc(exchange.feedback().residual().begin(), exchange.feedback().residual().end());
+      // Without error feedback the previous residual (what was dropped) is not added.
+      std::vector<float> acc(c.n, 0.0f);
+      if (c.error_feedback) acc.assign(exchange.feedback().residual().begin(), exchange.feedback().residual().end());
       for (std::size_t i = 0; i < c.n; ++i) acc[i] += gradient[i];
       const auto before = t.counters();
       const Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
@@ -130,7 +139,8 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
       }
       ASSERT_EQ(s.residual_after[static_cast<std::size_t>(it)], expected_residual) << where;
     }
-    // Conservation: sum_w acc_w == aggregated + sum_w residual_w, to rounding.
+    // Conservation: sum_w acc_w == aggregated / scale + sum_w residual_w, to rounding. Without
+    // error feedback the residual is what this iteration dropped.
     std::vector<double> lhs(c.n, 0.0), rhs(c.n, 0.0);
     for (const Seen& s : seen) {
       for (std::size_t i = 0; i < c.n; ++i) {
@@ -140,9 +150,9 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
     }
     const Aggregation& agg = seen[0].result[static_cast<std::size_t>(it)];
     if (agg.dense) {
-      for (std::size_t i = 0; i < c.n; ++i) rhs[i] += agg.dense_sum[i];
+      for (std::size_t i = 0; i < c.n; ++i) rhs[i] += agg.dense_sum[i] / scale;
     } else {
-      for (std::size_t e = 0; e < agg.sum.size(); ++e) rhs[agg.sum.indices[e]] += agg.sum.values[e];
+      for (std::size_t e = 0; e < agg.sum.size(); ++e) rhs[agg.sum.indices[e]] += agg.sum.values[e] / scale;
     }
     double diff = 0.0, norm = 0.0;
     for (std::size_t i = 0; i < c.n; ++i) {
@@ -153,7 +163,7 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
   }
 
   // Bytes and messages per rank against the closed form (exact-count compressors only).
-  if (c.compressor == "topk" || c.compressor == "randk") {
+  if (c.compressor == "topk" || c.compressor == "randk" || c.compressor == "randk-unbiased") {
     for (int w = 0; w < c.workers; ++w) {
       const auto want = native_dense && c.aggregator == "dense" ? native_allreduce_traffic(c.n, c.workers)
                                                                 : expected_traffic(c.aggregator, c.workers, w, c.n, k);
@@ -189,6 +199,15 @@ inline std::vector<Case> all_cases() {
     cases.push_back({p, 1, 1.0, "topk", "gtopk-rd"});
     cases.push_back({p, 7, 0.5, "topk", "allgather"});
     cases.push_back({p, 40, 1.0, "topk", "gtopk-rd"});
+  }
+  // Without error feedback (every aggregator), and the unbiased random-k, which needs it off.
+  for (const int p : {1, 2, 3, 5, 8, 16}) {
+    for (const char* agg : {"allgather", "gtopk", "gtopk-rd", "dense"}) cases.push_back({p, 3001, 0.02, "topk", agg, false});
+    cases.push_back({p, 3001, 0.02, "rtopk", "gtopk-rd", false});
+    cases.push_back({p, 5000, 0.01, "randk", "randk-shared", false});
+    cases.push_back({p, 5000, 0.01, "randk-unbiased", "randk-shared", false});
+    cases.push_back({p, 3001, 0.02, "randk-unbiased", "allgather", false});
+    cases.push_back({p, 1, 1.0, "randk-unbiased", "gtopk-rd", false});
   }
   return cases;
 }

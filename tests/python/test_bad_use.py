@@ -36,6 +36,9 @@ def test_refuses_to_start_without_a_process_group():
     ({"momentum_correction": -0.1}, "momentum_correction"),
     ({"momentum_correction": math.nan}, "momentum_correction"),
     ({"momentum_correction": True}, "momentum_correction"),
+    ({"error_feedback": "no"}, "error_feedback must be True or False"),
+    ({"compressor": "randk-unbiased", "aggregator": "randk-shared"}, "switch error feedback off"),
+    ({"aggregator": "randk-shared"}, "needs the randk or randk-unbiased compressor"),
 ])
 def test_refuses_bad_options_before_anything_else(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -4,6 +4,8 @@ selection from gradient + residual, the plain aggregation, the sum divided by P 
 step on 3 and 4 gloo processes, across DDP's bucket rebuild after the first iteration, with
 buckets of mixed parameter sizes."""
 
+import math
+
 import pytest
 import torch
 
@@ -40,7 +42,7 @@ def hook_residuals(state, params, what="residual"):
     return out
 
 
-def hook_worker(rank, world_size, compressor, aggregator, density, momentum_correction=0.0):
+def hook_worker(rank, world_size, compressor, aggregator, density, momentum_correction=0.0, error_feedback=True):
     import sparsgd.torch as st
     model = make_model()
     params = list(model.parameters())
@@ -49,7 +51,7 @@ def hook_worker(rank, world_size, compressor, aggregator, density, momentum_corr
     torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 64
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
     state = st.HookState(compressor=compressor, aggregator=aggregator, density=density, seed=3,
-                         momentum_correction=momentum_correction)
+                         momentum_correction=momentum_correction, error_feedback=error_feedback)
     ddp.register_comm_hook(state, st.hook)
     record = []
     for step in range(STEPS):
@@ -71,7 +73,8 @@ def hook_worker(rank, world_size, compressor, aggregator, density, momentum_corr
     return record
 
 
-def check_against_reference(records, groups_per_step, compressor, aggregator, density, momentum_correction=0.0):
+def check_against_reference(records, groups_per_step, compressor, aggregator, density, momentum_correction=0.0,
+                            error_feedback=True):
     from sparsgd import _C
     world_size = len(records)
     for step in range(STEPS):
@@ -83,7 +86,9 @@ def check_against_reference(records, groups_per_step, compressor, aggregator, de
                 return torch.cat([momentum_correction * records[w][step]["velocity"][p] + g
                                   for p, g in zip(group, local)])
             inputs = [exchanged(w) for w in range(world_size)]
-            accs = [inputs[w] + torch.cat([records[w][step]["before"][p] for p in group]) for w in range(world_size)]
+            # Without error feedback the residual before the step (what the last step dropped) is not added.
+            accs = [inputs[w] + torch.cat([records[w][step]["before"][p] for p in group]) if error_feedback
+                    else inputs[w].clone() for w in range(world_size)]
             want, residuals, consumed = _C.reference_average(compressor, aggregator, density, accs, step, seed=3,
                                                              shared_seed=aggregator == "randk-shared")
             if momentum_correction:  # momentum factor masking: what was consumed leaves the velocity
@@ -102,7 +107,10 @@ def check_against_reference(records, groups_per_step, compressor, aggregator, de
             total = sum(accs)
             consumed = sum(accs[w] - residuals[w] for w in range(world_size))
             torch.testing.assert_close(total - consumed, sum(residuals), rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(consumed, want * world_size, rtol=1e-4, atol=1e-6)
+            # An unbiased compressor's sum holds what it consumed times n/k.
+            n = consumed.numel()
+            scale = n / max(1, min(n, math.floor(density * n + 0.5))) if compressor == "randk-unbiased" else 1.0
+            torch.testing.assert_close(consumed * scale, want * world_size, rtol=1e-4, atol=1e-6)
 
 
 CASES = [(4, "topk", "gtopk-rd", 0.05), (3, "topk", "gtopk-rd", 0.05), (4, "topk", "gtopk", 0.05),
@@ -119,6 +127,16 @@ def test_hook_average_and_residuals_match_reference(run_workers, world_size, com
     assert len(records[0][-1]["buckets"]) > 1, "the test needs several buckets"
     check_against_reference(records, lambda step: records[0][step]["buckets"], compressor, aggregator, density)
     assert records[0][-1]["stats"]["exchanges"] == len(records[0][-1]["buckets"])
+
+
+# Without error feedback (the dropped part is not added back), and the unbiased random-k that needs it off.
+@pytest.mark.parametrize("world_size,compressor,aggregator,density", [(4, "topk", "gtopk-rd", 0.05),
+                                                                      (3, "randk-unbiased", "randk-shared", 0.1)])
+def test_hook_without_error_feedback_matches_reference(run_workers, world_size, compressor, aggregator, density):
+    records = all_ok(run_workers(world_size, hook_worker, compressor, aggregator, density, 0.0, False))
+    assert any(r.abs().sum() > 0 for r in records[0][-1]["after"]), "the step dropped something"
+    check_against_reference(records, lambda step: records[0][step]["buckets"], compressor, aggregator, density,
+                            error_feedback=False)
 
 
 # One case: the C++ test of the averager covers the arithmetic for every aggregator, compressor

@@ -87,8 +87,18 @@ if with_torch; then
   reject train_unknown_compressor "unknown compressor 'zip'" train --compressor zip
   reject train_unknown_aggregator "unknown aggregator 'tree'" train --aggregator tree
   reject train_unknown_optimizer "unknown --optimizer 'rmsprop'" train --optimizer rmsprop
-  reject train_adam_momentum_correction '--momentum-correction and --nesterov belong to --optimizer sgd' train --optimizer adam --momentum-correction
+  reject train_adam_momentum_correction '--momentum-correction on and --nesterov belong to --optimizer sgd' train --optimizer adam --momentum-correction on
   reject train_batch_zero '--batch-size must be at least 1' train --batch-size 0
+  reject train_momentum_correction_word "momentum-correction.*maybe" train --momentum-correction maybe
+  reject train_error_feedback_word "error-feedback.*maybe" train --error-feedback maybe
+  reject train_unbiased_with_feedback "scales the values it sends, which error feedback cannot account for: switch error feedback off" \
+    train --compressor randk-unbiased --aggregator randk-shared
+  reject train_randk_shared_topk "the randk-shared aggregator needs the randk or randk-unbiased compressor" train --aggregator randk-shared
+  reject train_validation_negative "--validation must be >= 0" train --validation -1
+  reject train_validation_everything "--validation 60000 leaves nothing to train on: the training set has 60000 examples" \
+    train --validation 60000 --max-iters 1 --network none --out "$work/validation-everything"
+  reject train_validation_lm "--task lm evaluates on valid.txt" train --task lm --validation 5
+  reject comm_unbiased_with_feedback "switch error feedback off" bench comm --workers 2 --n 1000 --compressor randk-unbiased
   reject train_negative_lr '--lr must be a positive number' train --lr -0.1
   reject train_nan_lr '--lr must be a positive number' train --lr nan
   reject train_momentum_one '--momentum must be in \[0, 1\)' train --momentum 1

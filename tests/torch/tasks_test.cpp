@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -234,6 +235,59 @@ TEST(Tasks, LanguageModelPerplexityFalls) {
   fs::remove_all(data);
 }
 
+// --validation N holds the last N training examples out of training and evaluates on them every
+// epoch; lm evaluates on valid.txt. Without a validation set the columns are NaN.
+TEST(Tasks, ValidationSetIsHeldOutOfTraining) {
+  const fs::path data = make_cifar_dir("validation", 40);  // 200 training images
+  TrainConfig c = cifar_run(data, "cnn");
+  const TrainSummary without = train(c);
+  EXPECT_EQ(without.iterations, 13u);  // 100 examples a worker, batch 8
+  EXPECT_TRUE(std::isnan(without.final_validation_accuracy));
+  EXPECT_TRUE(std::isnan(without.history[0].validation_loss));
+  c.validation = 40;
+  const TrainSummary with = train(c);
+  EXPECT_EQ(with.iterations, 10u);  // 160 left: 80 a worker
+  EXPECT_GE(with.final_validation_accuracy, 0.0);
+  EXPECT_LE(with.final_validation_accuracy, 1.0);
+  EXPECT_GT(with.final_validation_loss, 0.0);
+  EXPECT_EQ(with.history[0].validation_accuracy, with.final_validation_accuracy);
+  const auto option = std::find(with.options.begin(), with.options.end(), std::make_pair(std::string("--validation"), std::string("40")));
+  EXPECT_NE(option, with.options.end()) << "the summary names every option";
+  c.validation = 200;
+  EXPECT_THROW(train(c), InvalidArgument);  // nothing left to train on
+  fs::remove_all(data);
+
+  const fs::path corpus = make_corpus_dir("validation-lm");
+  TrainConfig text = lm_run(corpus);
+  text.epochs = 1;
+  const TrainSummary lm = train(text);
+  EXPECT_TRUE(std::isfinite(lm.final_validation_loss));
+  EXPECT_NE(lm.final_validation_loss, lm.final_test_loss);  // valid.txt, not test.txt
+  text.validation = 5;
+  EXPECT_THROW(validate(text), InvalidArgument);
+  fs::remove_all(corpus);
+}
+
+// Error feedback off, and the unbiased random-k that needs it off, through the trainer.
+TEST(Tasks, ErrorFeedbackOffAndUnbiasedRandomK) {
+  const fs::path data = make_cifar_dir("no-feedback", 20);
+  TrainConfig c = cifar_run(data, "cnn");
+  const TrainSummary with = train(c);
+  EXPECT_TRUE(with.error_feedback);
+  c.error_feedback = false;
+  const TrainSummary without = train(c);
+  EXPECT_FALSE(without.error_feedback);
+  EXPECT_NE(without.final_train_loss, with.final_train_loss);  // the dropped residuals change the run
+  c.compressor = "randk-unbiased";
+  c.aggregator = "randk-shared";
+  c.lr = 0.005;
+  const TrainSummary unbiased = train(c);
+  EXPECT_TRUE(std::isfinite(unbiased.final_train_loss));
+  c.error_feedback = true;
+  EXPECT_THROW(validate(c), InvalidArgument);
+  fs::remove_all(data);
+}
+
 // Resume == uninterrupted, bit for bit, for the tasks with state the Fashion-MNIST test does not
 // have: CIFAR-10's augmentation draws and the LSTM's hidden state carried across segments (the
 // checkpoint falls mid-epoch), with dropout.
@@ -243,6 +297,7 @@ TEST(Tasks, ResumeEqualsUninterruptedForEveryTask) {
   TrainConfig image = cifar_run(cifar, "cnn");
   image.epochs = 2;  // 7 iterations an epoch on 2 workers: checkpoints at 5 and 10
   image.checkpoint_every = 5;
+  image.validation = 8;  // 92 training examples left: still 6 iterations an epoch
   TrainConfig text = lm_run(corpus);
   text.dropout = 0.2;
   text.checkpoint_every = 7;
@@ -263,6 +318,7 @@ TEST(Tasks, ResumeEqualsUninterruptedForEveryTask) {
       EXPECT_EQ(continued.history[e].train_loss, uninterrupted.history[e].train_loss) << "epoch " << e;
       EXPECT_EQ(continued.history[e].test_loss, uninterrupted.history[e].test_loss) << "epoch " << e;
       EXPECT_EQ(continued.history[e].test_accuracy, uninterrupted.history[e].test_accuracy) << "epoch " << e;
+      EXPECT_EQ(continued.history[e].validation_loss, uninterrupted.history[e].validation_loss) << "epoch " << e;
     }
     fs::remove_all(dir);
   }

@@ -107,7 +107,7 @@ TEST(Trainer, AdamAndAdamWLearnAndResumeBitForBit) {
   }
   TrainConfig bad = small_run();
   bad.optimizer = "adam";
-  bad.momentum_correction = true;
+  bad.momentum_correction = "on";
   EXPECT_THROW(validate(bad), InvalidArgument);
   bad.optimizer = "rmsprop";
   EXPECT_THROW(validate(bad), InvalidArgument);

@@ -19,6 +19,9 @@ struct ExchangeConfig {
   compress::CompressorConfig compressor;
   std::string aggregator = "gtopk";
   double density = 0.001;
+  // Off: no memory; what the aggregation did not consume is dropped (compress/error_feedback.hpp).
+  // Unbiased compressors (value_scale != 1) need it off.
+  bool error_feedback = true;
   // Benchmarks: a barrier between compression and aggregation, so that aggregate_seconds times the
   // collective alone (no worker waits there for a slower one's compression). Off in training.
   bool barrier_before_aggregation = false;
@@ -35,9 +38,14 @@ struct ExchangeTimes {
   double feedback_cpu_seconds = 0.0;  // residual update after aggregation, thread CPU time
 };
 
+// Throws InvalidArgument, naming the option, for an unknown compressor or aggregator, a bad
+// density or r-factor, or a combination that cannot work: randk-shared with a compressor that
+// does not draw shared indices, an unbiased compressor with error feedback on.
+void validate(const ExchangeConfig& config);
+
 class GradientExchange {
  public:
-  // Throws InvalidArgument for unknown names, a bad density, or an n that does not fit.
+  // Throws InvalidArgument where validate(config) does, or for an n that does not fit.
   GradientExchange(transport::Transport& transport, std::size_t n, const ExchangeConfig& config);
 
   // Collective. Returns the SUM over workers (sparse, or dense for the dense aggregator); valid

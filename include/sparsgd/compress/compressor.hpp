@@ -1,6 +1,6 @@
 #pragma once
 // Compressors: the local selection one worker makes from its accumulated gradient (DESIGN.md).
-// topk, randk, rtopk, gaussiank, dgc, and none (the dense S-SGD baseline).
+// topk, randk, randk-unbiased, rtopk, gaussiank, dgc, and none (the dense S-SGD baseline).
 
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +29,10 @@ class Compressor {
   // True when every worker picks the same indices in the same iteration (randk with a shared
   // seed), so that values can be summed with a plain allreduce of k floats.
   virtual bool shared_indices() const { return false; }
+  // The factor between a sent value and acc's entry: 1, except for unbiased estimators
+  // (randk-unbiased: n / k), whose sent vector equals acc only in expectation. Error feedback
+  // cannot account for a scaled value, so those run without it (ExchangeConfig::error_feedback).
+  virtual double value_scale(std::size_t /*n*/, std::size_t /*k*/) const { return 1.0; }
   // Selects entries of acc into out (out.dim = acc.size(), ascending indices). k is the target
   // count: exact for topk, randk, rtopk and none (which selects all n); within
   // [ceil(0.8k), floor(1.25k)] for gaussiank and dgc (select/threshold.hpp). Throws InvalidArgument
@@ -40,8 +44,8 @@ class Compressor {
 struct CompressorConfig {
   std::string name = "topk";
   double r_factor = 4.0;      // rtopk: r = ceil(r_factor * k)
-  std::uint64_t seed = 0;     // randk, rtopk
-  bool shared_seed = false;   // randk: the same indices on every worker
+  std::uint64_t seed = 0;     // randk, randk-unbiased, rtopk
+  bool shared_seed = false;   // randk, randk-unbiased: the same indices on every worker
 };
 
 // Throws InvalidArgument for an unknown name or a bad option (r_factor < 1 or not finite).

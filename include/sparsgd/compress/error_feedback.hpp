@@ -4,6 +4,9 @@
 //   acc = gradient + residual;  after aggregation  residual = acc - consumed part of acc.
 // The residual buffer holds acc between accumulate() and commit(), so one buffer serves both and
 // no n-sized copy is made.
+// Switched off (the baseline that shows what the memory buys, and the mode of unbiased
+// compressors), acc = gradient: what was not consumed is still the residual after commit(), so
+// that conservation can be checked the same way, and is dropped by the next accumulate().
 
 #include <cstddef>
 #include <cstdint>
@@ -16,11 +19,12 @@ namespace sparsgd::compress {
 
 class ErrorFeedback {
  public:
-  explicit ErrorFeedback(std::size_t n);
+  explicit ErrorFeedback(std::size_t n, bool enabled = true);
 
   std::size_t size() const { return buffer_.size(); }
+  bool enabled() const { return enabled_; }
 
-  // acc = gradient + residual. Returns acc, valid until commit(). Throws InvalidArgument if the
+  // acc = gradient + residual (switched off: acc = gradient). Returns acc, valid until commit(). Throws InvalidArgument if the
   // gradient's length differs or a previous accumulate() was not committed.
   std::span<const float> accumulate(std::span<const float> gradient);
 
@@ -41,6 +45,7 @@ class ErrorFeedback {
  private:
   void check_sent(const SparseVector& sent) const;
   std::vector<float> buffer_;
+  bool enabled_;
   bool pending_ = false;
 };
 

@@ -29,8 +29,12 @@
 
 namespace sparsgd::torch_layer {
 
+// What a run is evaluated on: the validation set (held out of the training data, for tuning) or
+// the test set (the reported result).
+enum class EvalSet { validation, test };
+
 struct Evaluation {
-  double loss = 0.0;      // mean over the test examples (lm: tokens) of all workers
+  double loss = 0.0;      // mean over the set's examples (lm: tokens) of all workers
   double accuracy = 0.0;  // in [0, 1] (lm: of the next word)
 };
 
@@ -47,9 +51,10 @@ class TaskWorker {
   // worker's shard has no batch left (a shorter shard at the end of an epoch: the worker still
   // takes part in the exchange, with zero gradients).
   virtual std::optional<double> train_step(int epoch, std::uint64_t iteration) = 0;
-  // The test set split over the workers; collective over `transport` (every worker returns the
-  // result over all of them). Leaves the model in training mode.
-  virtual Evaluation evaluate(transport::Transport& transport) = 0;
+  // The set split over the workers; collective over `transport` (every worker returns the result
+  // over all of them). Leaves the model in training mode. Only when Task::has_validation() for
+  // the validation set.
+  virtual Evaluation evaluate(EvalSet set, transport::Transport& transport) = 0;
   // State carried from one iteration to the next besides parameters, buffers and optimizer (an
   // LSTM's hidden state), as named checkpoint sections, and back.
   virtual void save(Checkpoint& /*checkpoint*/) const {}
@@ -69,6 +74,8 @@ class Task {
   virtual const std::string& model_name() const = 0;
   // "accuracy" or "perplexity": what the run is judged by.
   virtual std::string metric() const = 0;
+  // Whether there is a validation set (image tasks: --validation N; lm: a non-empty valid.txt).
+  virtual bool has_validation() const = 0;
   // Iterations every worker runs per epoch (enough for the largest shard).
   virtual std::size_t iterations_per_epoch(int workers) const = 0;
   // Throws InvalidArgument, saying what would fit, when the batch (or sequence) is more than a

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "sparsgd/collectives/gradient_exchange.hpp"
+
 namespace sparsgd::torch_layer {
 
 struct TrainConfig {
@@ -24,8 +26,12 @@ struct TrainConfig {
   bool tied = false;
   double dropout = 0.0;
   double clip_norm = 0.0;          // > 0: each worker's gradient clipped to this L2 norm before the exchange
+  // Image tasks: the last N training examples held out as a validation set, evaluated every epoch
+  // (for tuning; never the test set). 0: none. lm: valid.txt is the validation set.
+  int validation = 0;
   std::string compressor = "topk";
   double r_factor = 4.0;
+  bool error_feedback = true;      // off: what the aggregation did not take is dropped, not kept
   std::string aggregator = "gtopk";
   double density = 0.01;
   double warmup_density = 0.0;     // > 0: the density during the first epoch (gTop-k: 0.004)
@@ -38,7 +44,9 @@ struct TrainConfig {
   double weight_decay = 1e-4;
   double warmup_epochs = 0.0;      // learning rate from lr/P to lr over these epochs
   std::string lr_schedule = "none";  // none, step (x0.1 at 50% and 75% of the epochs), cosine
-  bool momentum_correction = false;
+  // DGC's momentum correction: auto (on with --optimizer sgd, off with adam and adamw), on or off.
+  // On by default because it closes the default run's gap to dense S-SGD (docs/results/convergence.md).
+  std::string momentum_correction = "auto";
   bool per_layer = false;
   std::string network = "paper-1gbe";
   std::uint64_t seed = 1;
@@ -53,6 +61,12 @@ struct TrainConfig {
 
 // Throws InvalidArgument naming the first bad option.
 void validate(const TrainConfig& config);
+
+// Whether the run uses momentum correction (momentum_correction resolved: auto is on for sgd).
+bool uses_momentum_correction(const TrainConfig& config);
+
+// The gradient exchange the options describe, at the first epoch's density.
+collectives::ExchangeConfig exchange_config(const TrainConfig& config);
 
 // The configuration with the task's defaults filled in (model, data directory): what the run
 // reports, fingerprints and checks across ranks.

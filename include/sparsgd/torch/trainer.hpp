@@ -4,6 +4,7 @@
 // callers need no LibTorch includes.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct EpochResult {
   double test_loss = 0.0;
   double test_accuracy = 0.0;          // in [0, 1] (lm: of the next word)
   double test_perplexity = 0.0;        // lm: exp(test_loss); 0 for classifiers
+  // On the validation set (held out of the training data); NaN without one.
+  double validation_loss = std::numeric_limits<double>::quiet_NaN();
+  double validation_accuracy = std::numeric_limits<double>::quiet_NaN();
   double wall_seconds = 0.0;           // since the start of training (rank 0)
   double simulated_seconds = 0.0;      // rank 0's virtual clock (0 without a network)
   double bytes_per_iteration = 0.0;    // sent per worker per iteration, mean over workers
@@ -57,6 +61,12 @@ struct TrainSummary {
   double final_test_loss = 0.0;
   double final_test_accuracy = 0.0;
   double final_test_perplexity = 0.0;  // lm only
+  double final_validation_loss = std::numeric_limits<double>::quiet_NaN();  // NaN without a validation set
+  double final_validation_accuracy = std::numeric_limits<double>::quiet_NaN();
+  bool error_feedback = true;
+  // Every option of the run as the CLI names it (run_config_fields), so that a summary says how
+  // to rerun it.
+  std::vector<std::pair<std::string, std::string>> options;
   double bytes_per_iteration = 0.0;    // sent per worker per iteration, mean over workers
   double wall_seconds = 0.0;
   double simulated_seconds = 0.0;

@@ -21,7 +21,7 @@ namespace {
 struct Images {
   torch::Tensor images;  // [N, C, H, W]: float32 already normalized, or uint8 normalized per batch
   torch::Tensor labels;  // [N] int64
-  std::size_t size() const { return static_cast<std::size_t>(labels.size(0)); }
+  std::size_t size() const { return labels.defined() ? static_cast<std::size_t>(labels.size(0)) : 0; }
 };
 
 struct ImageTaskSpec {
@@ -108,9 +108,9 @@ class ImageModel {
 
 class ImageWorker final : public TaskWorker {
  public:
-  ImageWorker(const ImageTaskSpec& spec, const Images& train, const Images& test, const TrainConfig& config, int rank,
-              int workers)
-      : spec_(spec), train_(train), test_(test), config_(config), rank_(rank), workers_(workers),
+  ImageWorker(const ImageTaskSpec& spec, const Images& train, const Images& validation, const Images& test,
+              const TrainConfig& config, int rank, int workers)
+      : spec_(spec), train_(train), validation_(validation), test_(test), config_(config), rank_(rank), workers_(workers),
         model_(config.model, spec.shape, config.seed) {
     if (model_.scripted()) check_output();
   }
@@ -141,18 +141,20 @@ class ImageWorker final : public TaskWorker {
     return loss.item<double>();
   }
 
-  Evaluation evaluate(transport::Transport& transport) override {
+  Evaluation evaluate(EvalSet which, transport::Transport& transport) override {
+    const Images& set = which == EvalSet::test ? test_ : validation_;
+    SPARSGD_ENFORCE(set.size() >= 1, "--task " << spec_.name << " has no validation set (--validation N makes one)");
     torch::NoGradGuard no_grad;
     model_.trainable().set_training(false);
-    const auto [begin, end] = shard_range(test_.size(), transport.size(), transport.rank());
+    const auto [begin, end] = shard_range(set.size(), transport.size(), transport.rank());
     double totals[3] = {0.0, 0.0, 0.0};  // loss sum, correct, count
     std::vector<std::int64_t> rows;
     for (auto lo = static_cast<std::int64_t>(begin); lo < static_cast<std::int64_t>(end); lo += spec_.eval_batch) {
       const std::int64_t hi = std::min<std::int64_t>(lo + spec_.eval_batch, static_cast<std::int64_t>(end));
       rows.resize(static_cast<std::size_t>(hi - lo));
       for (std::int64_t i = lo; i < hi; ++i) rows[static_cast<std::size_t>(i - lo)] = i;
-      const auto x = inputs(test_, rows.data(), hi - lo, Augment{});
-      const auto y = test_.labels.slice(0, lo, hi);
+      const auto x = inputs(set, rows.data(), hi - lo, Augment{});
+      const auto y = set.labels.slice(0, lo, hi);
       const auto logits = model_.forward(x);
       totals[0] += torch::nn::functional::cross_entropy(
                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -191,6 +193,7 @@ class ImageWorker final : public TaskWorker {
 
   const ImageTaskSpec& spec_;
   const Images& train_;
+  const Images& validation_;
   const Images& test_;
   const TrainConfig& config_;
   int rank_, workers_;
@@ -201,15 +204,24 @@ class ImageWorker final : public TaskWorker {
 class ImageTask final : public Task {
  public:
   ImageTask(ImageTaskSpec spec, Images train, Images test, const TrainConfig& config)
-      : spec_(std::move(spec)), train_(std::move(train)), test_(std::move(test)), config_(config) {
+      : spec_(std::move(spec)), test_(std::move(test)), config_(config) {
     // The model's name was checked against the task by load_task (validate); a shape it cannot take
     // is refused by make_model when the first worker is built, before training.
     SPARSGD_ENFORCE(test_.size() >= 1, "--task " << spec_.name << ": the test set is empty");
+    // The validation set is the tail of the training set as stored, the same for every seed and
+    // method, so that rates tuned on it are compared on the same examples.
+    const auto n = static_cast<std::int64_t>(train.size());
+    const std::int64_t held = config_.validation;
+    SPARSGD_ENFORCE(held < n, "--validation " << held << " leaves nothing to train on: the training set has " << n
+                                              << " examples");
+    train_ = {train.images.narrow(0, 0, n - held), train.labels.narrow(0, 0, n - held)};
+    validation_ = {train.images.narrow(0, n - held, held), train.labels.narrow(0, n - held, held)};
   }
 
   const std::string& name() const override { return spec_.name; }
   const std::string& model_name() const override { return config_.model; }
   std::string metric() const override { return "accuracy"; }
+  bool has_validation() const override { return validation_.size() > 0; }
 
   std::size_t iterations_per_epoch(int workers) const override {
     return torch_layer::iterations_per_epoch(train_.size(), workers, static_cast<std::size_t>(config_.batch_size));
@@ -227,7 +239,7 @@ class ImageTask final : public Task {
   }
 
   std::unique_ptr<TaskWorker> make_worker(int rank, int workers) const override {
-    return std::make_unique<ImageWorker>(spec_, train_, test_, config_, rank, workers);
+    return std::make_unique<ImageWorker>(spec_, train_, validation_, test_, config_, rank, workers);
   }
 
   ActivationEstimate activation_memory() const override {
@@ -247,7 +259,7 @@ class ImageTask final : public Task {
 
  private:
   ImageTaskSpec spec_;
-  Images train_, test_;
+  Images train_, validation_, test_;
   TrainConfig config_;
 };
 

@@ -72,14 +72,16 @@ class LanguageWorker final : public TaskWorker {
     return loss.item<double>();
   }
 
-  Evaluation evaluate(transport::Transport& transport) override {
+  Evaluation evaluate(EvalSet which, transport::Transport& transport) override {
+    const std::vector<std::int64_t>& tokens = which == EvalSet::test ? corpus_.test : corpus_.valid;
+    const char* file = which == EvalSet::test ? "test.txt" : "valid.txt";
     torch::NoGradGuard no_grad;
     model().set_training(false);
-    const auto [begin, end] = shard_range(corpus_.test.size(), transport.size(), transport.rank());
+    const auto [begin, end] = shard_range(tokens.size(), transport.size(), transport.rank());
     const std::int64_t streams = std::min<std::int64_t>(kEvalStreams, static_cast<std::int64_t>(end - begin) / 2);
     double totals[3] = {0.0, 0.0, 0.0};  // loss sum, correct, tokens
     if (streams > 0) {
-      const torch::Tensor test = batchify(corpus_.test, begin, end, streams);
+      const torch::Tensor test = batchify(tokens, begin, end, streams);
       RecurrentState state;
       for (std::int64_t at = 0; at + 1 < test.size(1); at += config_.bptt) {
         const std::int64_t length = std::min<std::int64_t>(config_.bptt, test.size(1) - 1 - at);
@@ -96,7 +98,7 @@ class LanguageWorker final : public TaskWorker {
     }
     collectives::allreduce_sum(transport, totals);
     model().set_training(true);
-    SPARSGD_ENFORCE(totals[2] > 0, "--task lm: test.txt has too few tokens to evaluate on");
+    SPARSGD_ENFORCE(totals[2] > 0, "--task lm: " << file << " has too few tokens to evaluate on");
     return {totals[0] / totals[2], totals[1] / totals[2]};
   }
 
@@ -177,6 +179,7 @@ class LanguageModelTask final : public Task {
   const std::string& name() const override { return name_; }
   const std::string& model_name() const override { return config_.model; }
   std::string metric() const override { return "perplexity"; }
+  bool has_validation() const override { return !corpus_.valid.empty(); }
 
   std::size_t iterations_per_epoch(int workers) const override {
     const std::int64_t length = stream_length(workers);
@@ -198,6 +201,9 @@ class LanguageModelTask final : public Task {
                                                           << length - 1 << ", or a smaller --batch-size");
     SPARSGD_ENFORCE(corpus_.test.size() >= 2 * static_cast<std::size_t>(workers),
                     "test.txt's " << corpus_.test.size() << " tokens cannot be split over " << workers << " workers");
+    SPARSGD_ENFORCE(corpus_.valid.empty() || corpus_.valid.size() >= 2 * static_cast<std::size_t>(workers),
+                    "valid.txt's " << corpus_.valid.size() << " tokens cannot be split over " << workers
+                                   << " workers (an empty valid.txt means no validation)");
   }
 
   std::unique_ptr<TaskWorker> make_worker(int rank, int workers) const override {

@@ -73,6 +73,8 @@ std::string to_json(const TrainSummary& s) {
                       {"test_loss", e.test_loss},
                       {"test_accuracy", e.test_accuracy},
                       {"test_perplexity", e.test_perplexity},
+                      {"validation_loss", e.validation_loss},
+                      {"validation_accuracy", e.validation_accuracy},
                       {"wall_seconds", e.wall_seconds},
                       {"simulated_seconds", e.simulated_seconds},
                       {"bytes_per_iteration", e.bytes_per_iteration}});
@@ -83,6 +85,8 @@ std::string to_json(const TrainSummary& s) {
     r << s.compressor << "(r=" << s.r_factor << "k)";
     compressor = r.str();
   }
+  nlohmann::json options = nlohmann::json::object();
+  for (const auto& [flag, value] : s.options) options[flag.substr(2)] = value;
   const nlohmann::json doc = {
       {"method", compressor + "+" + s.aggregator},
       {"r_factor", s.r_factor},
@@ -102,6 +106,10 @@ std::string to_json(const TrainSummary& s) {
       {"final_test_loss", s.final_test_loss},
       {"final_test_accuracy", s.final_test_accuracy},
       {"final_test_perplexity", s.final_test_perplexity},
+      {"final_validation_loss", s.final_validation_loss},
+      {"final_validation_accuracy", s.final_validation_accuracy},
+      {"error_feedback", s.error_feedback},
+      {"options", options},
       {"bytes_per_worker_per_iteration", s.bytes_per_iteration},
       {"wall_seconds", s.wall_seconds},
       {"simulated_seconds", s.simulated_seconds},

@@ -64,6 +64,8 @@ void epoch_result_fields(Result& e, Visit&& visit) {
   visit("simulated_s", e.simulated_seconds);
   visit("bytes_per_iteration", e.bytes_per_iteration);
   visit("test_perplexity", e.test_perplexity);
+  visit("validation_loss", e.validation_loss);
+  visit("validation_accuracy", e.validation_accuracy);
 }
 
 }  // namespace sparsgd::torch_layer

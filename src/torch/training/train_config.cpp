@@ -5,8 +5,10 @@
 #include <sstream>
 
 #include "../tasks/tasks.hpp"
+#include "schedules.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
@@ -37,8 +39,10 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--tied", on_off(c.tied), true},
           {"--dropout", field_value(c.dropout), true},
           {"--clip-norm", field_value(c.clip_norm), true},
+          {"--validation", std::to_string(c.validation), true},
           {"--compressor", c.compressor, true},
           {"--r-factor", field_value(c.r_factor), true},
+          {"--error-feedback", on_off(c.error_feedback), true},
           {"--aggregator", c.aggregator, true},
           {"--density", field_value(c.density), true},
           {"--warmup-density", field_value(c.warmup_density), true},
@@ -51,7 +55,7 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--weight-decay", field_value(c.weight_decay), true},
           {"--warmup-epochs", field_value(c.warmup_epochs), true},
           {"--lr-schedule", c.lr_schedule, true},
-          {"--momentum-correction", on_off(c.momentum_correction), true},
+          {"--momentum-correction", on_off(uses_momentum_correction(c)), true},
           {"--per-layer", on_off(c.per_layer), true},
           {"--network", c.network, true},
           {"--seed", std::to_string(c.seed), true},
@@ -104,15 +108,19 @@ void validate(const TrainConfig& c) {
   SPARSGD_ENFORCE(std::isfinite(c.dropout) && c.dropout >= 0.0 && c.dropout < 1.0,
                   "--dropout must be in [0, 1), got " << c.dropout);
   SPARSGD_ENFORCE(std::isfinite(c.clip_norm) && c.clip_norm >= 0.0, "--clip-norm must be >= 0 (0: none), got " << c.clip_norm);
-  compress::make_compressor({c.compressor, c.r_factor, c.seed, false});
-  collectives::make_aggregator(c.aggregator);
+  SPARSGD_ENFORCE(c.validation >= 0, "--validation must be >= 0 (0: none), got " << c.validation);
+  SPARSGD_ENFORCE(c.validation == 0 || c.task != "lm",
+                  "--validation holds out training examples of an image task; --task lm evaluates on valid.txt");
   validate_density(c.density);
+  collectives::validate(exchange_config(c));
   if (c.warmup_density != 0.0) validate_density(c.warmup_density);
   const auto& optimizers = training_optimizer_names();
   SPARSGD_ENFORCE(std::find(optimizers.begin(), optimizers.end(), c.optimizer) != optimizers.end(),
                   "unknown --optimizer '" << c.optimizer << "' (expected sgd, adam or adamw)");
-  SPARSGD_ENFORCE(c.optimizer == "sgd" || (!c.momentum_correction && !c.nesterov),
-                  "--momentum-correction and --nesterov belong to --optimizer sgd, not " << c.optimizer);
+  SPARSGD_ENFORCE(c.momentum_correction == "auto" || c.momentum_correction == "on" || c.momentum_correction == "off",
+                  "--momentum-correction must be auto, on or off, got '" << c.momentum_correction << "'");
+  SPARSGD_ENFORCE(c.optimizer == "sgd" || (c.momentum_correction != "on" && !c.nesterov),
+                  "--momentum-correction on and --nesterov belong to --optimizer sgd, not " << c.optimizer);
   SPARSGD_ENFORCE(c.epochs >= 1, "--epochs must be at least 1, got " << c.epochs);
   SPARSGD_ENFORCE(c.batch_size >= 1, "--batch-size must be at least 1, got " << c.batch_size);
   SPARSGD_ENFORCE(std::isfinite(c.lr) && c.lr > 0.0, "--lr must be a positive number, got " << c.lr);
@@ -131,8 +139,19 @@ void validate(const TrainConfig& c) {
   SPARSGD_ENFORCE(c.on_nonfinite == "stop" || c.on_nonfinite == "skip",
                   "unknown --on-nonfinite '" << c.on_nonfinite << "' (expected stop or skip)");
   parse_fault_plan(c.inject_fault);
-  SPARSGD_ENFORCE(c.aggregator != "randk-shared" || c.compressor == "randk",
-                  "the randk-shared aggregator needs the randk compressor");
+}
+
+bool uses_momentum_correction(const TrainConfig& c) {
+  return c.momentum_correction == "on" || (c.momentum_correction == "auto" && c.optimizer == "sgd");
+}
+
+collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
+  collectives::ExchangeConfig exchange;
+  exchange.compressor = {c.compressor, c.r_factor, c.seed, c.aggregator == "randk-shared"};
+  exchange.aggregator = c.aggregator;
+  exchange.density = density_for_epoch(c, 0);
+  exchange.error_feedback = c.error_feedback;
+  return exchange;
 }
 
 }  // namespace sparsgd::torch_layer

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -61,17 +62,15 @@ class TrainingRun {
                     "--inject-fault names rank " << (fault_ ? fault_->rank : 0) << " but there are " << p_ << " workers");
     if (network.enabled()) simulated_.emplace(base_, network);
     worker_ = task.make_worker(rank_, p_);
+    has_validation_ = task.has_validation();
     buffers_.emplace(worker_->model().float_buffers());
     std::vector<std::string> names;
     for (auto& [name, tensor] : worker_->model().named_parameters()) {
       names.push_back(name);
       parameters_.push_back(tensor);
     }
-    collectives::ExchangeConfig exchange;
-    exchange.compressor = {c_.compressor, c_.r_factor, c_.seed, c_.aggregator == "randk-shared"};
-    exchange.aggregator = c_.aggregator;
-    exchange.density = density_for_epoch(c_, 0);
-    const SgdConfig sgd{c_.momentum, c_.nesterov, c_.weight_decay, c_.momentum_correction, c_.per_layer,
+    const collectives::ExchangeConfig exchange = exchange_config(c_);
+    const SgdConfig sgd{c_.momentum, c_.nesterov, c_.weight_decay, uses_momentum_correction(c_), c_.per_layer,
                         c_.on_nonfinite == "skip"};
     optimizer_ = make_training_optimizer(c_.optimizer, comm(), parameters_, names, exchange, sgd);
     // Identical initial parameters everywhere: rank 0's. Setup, not training: not on the clock.
@@ -90,6 +89,8 @@ class TrainingRun {
     summary_.network = network.name;
     summary_.optimizer = c_.optimizer;
     summary_.r_factor = c_.compressor == "rtopk" ? c_.r_factor : 0.0;
+    summary_.error_feedback = c_.error_feedback;
+    summary_.options = run_config_fields(c_);
     summary_.parameters = worker_->model().parameter_count();
     summary_.workers = p_;
     summary_.epochs = c_.epochs;
@@ -171,7 +172,10 @@ class TrainingRun {
       for (std::size_t i = 0; i < sum.size(); ++i) mine[i] = static_cast<float>(sum[i] / p_);
       buffers_->scatter_values(mine);
     }
-    const Evaluation eval = worker_->evaluate(base_);
+    const Evaluation eval = worker_->evaluate(EvalSet::test, base_);
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    const Evaluation validation =
+        has_validation_ ? worker_->evaluate(EvalSet::validation, base_) : Evaluation{kNone, kNone};
     double totals[4] = {state_.epoch_loss_sum, state_.epoch_batches, static_cast<double>(state_.bytes_sent),
                         static_cast<double>(state_.step)};
     collectives::allreduce_sum(base_, totals);
@@ -179,6 +183,8 @@ class TrainingRun {
                        .train_loss = totals[1] > 0 ? totals[0] / totals[1] : 0.0, .test_loss = eval.loss,
                        .test_accuracy = eval.accuracy,
                        .test_perplexity = summary_.metric == "perplexity" ? std::exp(eval.loss) : 0.0,
+                       .validation_loss = validation.loss,
+                       .validation_accuracy = validation.accuracy,
                        .wall_seconds = wall(), .simulated_seconds = simulated_now(),
                        .bytes_per_iteration = totals[3] > 0 ? totals[2] / totals[3] : 0.0};  // mean over workers
     state_.history.push_back(result);
@@ -187,6 +193,8 @@ class TrainingRun {
     summary_.final_test_loss = result.test_loss;
     summary_.final_test_accuracy = result.test_accuracy;
     summary_.final_test_perplexity = result.test_perplexity;
+    summary_.final_validation_loss = result.validation_loss;
+    summary_.final_validation_accuracy = result.validation_accuracy;
     summary_.bytes_per_iteration = result.bytes_per_iteration;
     summary_.simulated_seconds = result.simulated_seconds;
     if (simulated_) simulated_->discard_compute();
@@ -302,6 +310,7 @@ class TrainingRun {
   std::optional<FaultPlan> fault_;
   std::optional<transport::SimulatedNetwork> simulated_;
   std::unique_ptr<TaskWorker> worker_;
+  bool has_validation_ = false;
   std::optional<FlatParameters> buffers_;  // batch-norm statistics
   std::vector<torch::Tensor> parameters_;
   std::unique_ptr<TrainingOptimizer> optimizer_;

@@ -1,0 +1,535 @@
+#!/usr/bin/python3
+"""The convergence study: every method over several seeds, its learning rate tuned on a validation
+split, the papers' recipes, rTop-k's r/k with and without error feedback, and time to accuracy on
+the simulated 1 Gbps cluster. Reruns or continues (runs already recorded are not run again) and
+regenerates docs/results/convergence.md, its plots and the claims in docs/results/findings.md.
+
+Usage: scripts/convergence_study.py [--budget-minutes M] [--report-only] [--list]
+
+Each finished run leaves its summary.json and epochs.csv (a few KB) under
+docs/results/convergence/runs/NAME/, which is committed: a later sitting, on this machine or a
+fresh one, continues where the last one stopped. A run that fails (diverges, say) is recorded as
+FAILED with its error line; that is a result too (a learning rate too large for the method).
+"""
+
+import argparse
+import csv
+import json
+import math
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CLI = ROOT / "build" / "sparsgd"
+RUNS = ROOT / "runs" / "convergence"            # whole run directories (not committed)
+RESULTS = ROOT / "docs" / "results"
+RECORDS = RESULTS / "convergence" / "runs"      # committed: one folder per finished run
+PLOTS = RESULTS / "convergence"
+SEEDS = (1, 2, 3)
+VALIDATION = 5000                               # Fashion-MNIST training examples held out for tuning
+TARGET = 0.85                                   # test accuracy for "time to target"
+DEFAULT_GRID = (0.025, 0.05, 0.1)
+MAX_EXTENSIONS = 2                              # grid points added beyond an edge that wins
+
+# Methods: name -> (flags, learning-rate grid, what it is). Every arm spells out
+# --momentum-correction, so that a change of the CLI's default does not change the study.
+PLAIN = ["--momentum-correction", "off"]
+METHODS = {
+    "dense": (["--compressor", "none", "--aggregator", "dense", "--density", "1"] + PLAIN, DEFAULT_GRID,
+              "dense S-SGD (momentum SGD, allreduce)"),
+    "topk-gtopk-rd": (["--aggregator", "gtopk-rd"] + PLAIN, DEFAULT_GRID, "gTop-k S-SGD (recursive doubling)"),
+    "topk-gtopk-rd-mc": (["--aggregator", "gtopk-rd", "--momentum-correction", "on"], DEFAULT_GRID,
+                         "gTop-k with DGC's momentum correction (sparsgd train's default, but recursive doubling)"),
+    "topk-allgather": (["--aggregator", "allgather"] + PLAIN, DEFAULT_GRID, "Top-k S-SGD (allgather)"),
+    "topk-gtopk-rd-noef": (["--aggregator", "gtopk-rd", "--error-feedback", "off"] + PLAIN, DEFAULT_GRID,
+                           "gTop-k without error feedback"),
+    "paper": (["--aggregator", "gtopk-rd", "--warmup-density", "0.004", "--warmup-epochs", "1"] + PLAIN,
+              DEFAULT_GRID, "gTop-k paper's recipe: density 0.004 and lr from lr/P in the first epoch"),
+    "rtopk2-gtopk-rd": (["--compressor", "rtopk", "--r-factor", "2", "--aggregator", "gtopk-rd"] + PLAIN,
+                        DEFAULT_GRID, "rTop-k (r = 2k) with gTop-k aggregation"),
+    "rtopk1.5-allgather": (["--compressor", "rtopk", "--r-factor", "1.5", "--aggregator", "allgather"] + PLAIN,
+                           DEFAULT_GRID, "rTop-k, r = 1.5k"),
+    "rtopk2-allgather": (["--compressor", "rtopk", "--r-factor", "2", "--aggregator", "allgather"] + PLAIN,
+                         DEFAULT_GRID, "rTop-k, r = 2k"),
+    "rtopk4-allgather": (["--compressor", "rtopk", "--r-factor", "4", "--aggregator", "allgather"] + PLAIN,
+                         DEFAULT_GRID, "rTop-k, r = 4k"),
+    "rtopk8-allgather": (["--compressor", "rtopk", "--r-factor", "8", "--aggregator", "allgather"] + PLAIN,
+                         DEFAULT_GRID, "rTop-k, r = 8k"),
+    "rtopk2-allgather-noef": (["--compressor", "rtopk", "--r-factor", "2", "--aggregator", "allgather",
+                               "--error-feedback", "off"] + PLAIN, DEFAULT_GRID, "rTop-k, r = 2k, no error feedback"),
+    "rtopk4-allgather-noef": (["--compressor", "rtopk", "--r-factor", "4", "--aggregator", "allgather",
+                               "--error-feedback", "off"] + PLAIN, DEFAULT_GRID, "rTop-k, r = 4k, no error feedback"),
+    "topk-allgather-noef": (["--aggregator", "allgather", "--error-feedback", "off"] + PLAIN, DEFAULT_GRID,
+                            "Top-k S-SGD without error feedback"),
+    "randk-shared": (["--compressor", "randk", "--aggregator", "randk-shared"] + PLAIN, (0.0125, 0.025, 0.05),
+                     "random-k (shared indices) with error feedback"),
+    "randk-shared-noef": (["--compressor", "randk", "--aggregator", "randk-shared", "--error-feedback", "off"] + PLAIN,
+                          DEFAULT_GRID, "random-k without error feedback"),
+    "randk-unbiased": (["--compressor", "randk-unbiased", "--aggregator", "randk-shared", "--error-feedback", "off"]
+                       + PLAIN, (0.0005, 0.001, 0.002), "unbiased random-k (values x n/k, no memory)"),
+    "gaussiank-allgather": (["--compressor", "gaussiank", "--aggregator", "allgather"] + PLAIN, DEFAULT_GRID,
+                            "Gaussian-k"),
+    "rtopk1.5-allgather-noef": (["--compressor", "rtopk", "--r-factor", "1.5", "--aggregator", "allgather",
+                                 "--error-feedback", "off"] + PLAIN, DEFAULT_GRID,
+                                "rTop-k, r = 1.5k, no error feedback"),
+    "rtopk8-allgather-noef": (["--compressor", "rtopk", "--r-factor", "8", "--aggregator", "allgather",
+                               "--error-feedback", "off"] + PLAIN, DEFAULT_GRID, "rTop-k, r = 8k, no error feedback"),
+}
+
+# The default run against dense S-SGD: `sparsgd train`'s own settings (1 epoch, lr 0.05, all of
+# the training set), only the arm's flags changed. "default" passes nothing: whatever the CLI's
+# defaults are.
+GAP_CELL = "gap-cnn-P4-d0.01-e1"
+GAP_ARMS = {
+    "dense": ["--compressor", "none", "--aggregator", "dense", "--density", "1"] + PLAIN,
+    "default": [],
+    "no-momentum-correction": PLAIN,
+    "nesterov": ["--nesterov"] + PLAIN,
+    "allgather": ["--aggregator", "allgather"] + PLAIN,
+    "lr-warmup": ["--warmup-epochs", "0.25"] + PLAIN,
+}
+
+
+class Cell:
+    """Model, workers, density and epochs; the methods studied there, most important first."""
+
+    def __init__(self, model, workers, density, epochs, methods, tuned_in=None):
+        self.model, self.workers, self.density, self.epochs = model, workers, density, epochs
+        self.methods = methods
+        self.tuned_in = tuned_in  # None: tune here; else the name of the cell whose rates are used
+        self.name = f"{model}-P{workers}-d{density:g}-e{epochs}"
+
+    def flags(self):
+        return ["--model", self.model, "--workers", str(self.workers), "--density", f"{self.density:g}",
+                "--epochs", str(self.epochs)]
+
+
+MAIN_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "topk-gtopk-rd-noef", "paper", "topk-gtopk-rd-mc",
+                "rtopk2-gtopk-rd", "rtopk2-allgather", "rtopk4-allgather", "rtopk2-allgather-noef",
+                "rtopk4-allgather-noef", "topk-allgather-noef", "randk-shared", "randk-shared-noef", "randk-unbiased",
+                "rtopk1.5-allgather", "rtopk8-allgather", "gaussiank-allgather", "rtopk1.5-allgather-noef",
+                "rtopk8-allgather-noef"]
+P8_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "topk-gtopk-rd-noef", "paper", "topk-gtopk-rd-mc",
+              "rtopk2-gtopk-rd", "rtopk2-allgather", "rtopk4-allgather", "rtopk2-allgather-noef", "randk-unbiased"]
+P32_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "paper", "topk-gtopk-rd-mc", "rtopk2-gtopk-rd"]
+CELLS = [
+    Cell("cnn", 4, 0.01, 3, MAIN_METHODS),
+    Cell("cnn", 8, 0.01, 3, P8_METHODS),
+    Cell("cnn", 32, 0.01, 5, P32_METHODS, tuned_in="cnn-P8-d0.01-e3"),
+]
+
+
+# --- records ---------------------------------------------------------------------------------------
+
+def record_dir(name):
+    return RECORDS / name
+
+
+def load_record(name):
+    """(status, summary, epochs): status 'ok', 'failed' or None (not run)."""
+    d = record_dir(name)
+    if (d / "FAILED").exists():
+        return "failed", {"error": (d / "FAILED").read_text().strip()}, []
+    if not (d / "summary.json").exists():
+        return None, None, []
+    summary = json.loads((d / "summary.json").read_text())
+    with open(d / "epochs.csv") as f:
+        epochs = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    return "ok", summary, epochs
+
+
+def run(name, flags, epochs, budget):
+    """Runs `sparsgd train` for one record unless it exists; False when the budget is spent (no run
+    is started that would end after the deadline, by the slowest epoch seen so far)."""
+    if load_record(name)[0] is not None:
+        return True
+    if time.monotonic() + budget["epoch_seconds"] * epochs > budget["deadline"]:
+        return False
+    out = RUNS / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    command = [str(CLI), "train", "--network", "paper-1gbe", "--out", str(out)] + flags
+    print(f"== {name}", file=sys.stderr, flush=True)
+    start = time.monotonic()
+    with open(out / "stderr.log", "w") as err:
+        status = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=err).returncode
+    seconds = time.monotonic() - start
+    budget["epoch_seconds"] = max(budget["epoch_seconds"], 1.1 * seconds / epochs)
+    d = record_dir(name)
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    (d / "command.txt").write_text(" ".join(["sparsgd"] + command[1:]).replace(str(ROOT) + "/", "") + "\n")
+    if status != 0:
+        lines = [line for line in (out / "stderr.log").read_text().splitlines() if "error" in line]
+        (d / "FAILED").write_text((lines[-1] if lines else f"exit status {status}") + "\n")
+        print(f"   failed: {(d / 'FAILED').read_text().strip()}", file=sys.stderr)
+        return True
+    for f in ("summary.json", "epochs.csv"):
+        shutil.copyfile(out / f, d / f)
+    status, summary, _ = load_record(name)
+    print(f"   test accuracy {summary['final_test_accuracy']:.4f} ({seconds:.0f} s)", file=sys.stderr)
+    return True
+
+
+def run_name(cell, method, lr, seed):
+    return f"{cell}-{method}-lr{lr:g}-s{seed}"
+
+
+def grid_values(grid, extended_low, extended_high):
+    low, high = grid[0], grid[-1]
+    return sorted([low / 2 ** i for i in range(1, extended_low + 1)] + list(grid)
+                  + [high * 2 ** i for i in range(1, extended_high + 1)])
+
+
+def tuning(cell, method):
+    """(rates tried with their seed-1 validation accuracy or None if failed, chosen rate or None,
+    the next rate to try or None). The grid grows past an edge that wins, at most MAX_EXTENSIONS."""
+    grid = METHODS[method][1]
+    low = high = 0
+    while True:
+        tried = {}
+        for lr in grid_values(grid, low, high):
+            status, summary, _ = load_record(run_name(cell.name, method, lr, 1))
+            if status is None:
+                return tried, None, lr
+            tried[lr] = summary["final_validation_accuracy"] if status == "ok" else None
+        scored = {lr: acc for lr, acc in tried.items() if acc is not None and not math.isnan(acc)}
+        if not scored:
+            return tried, None, None
+        best = min(scored, key=lambda lr: (-scored[lr], lr))  # ties: the smaller rate
+        rates = sorted(tried)
+        if best == rates[0] and low < MAX_EXTENSIONS:
+            low += 1
+        elif best == rates[-1] and high < MAX_EXTENSIONS and tried.get(rates[-1]) is not None:
+            high += 1
+        else:
+            return tried, best, None
+
+
+def chosen_rate(cell, method):
+    if cell.tuned_in:
+        source = next(c for c in CELLS if c.name == cell.tuned_in)
+        return tuning(source, method)[1]
+    return tuning(cell, method)[1]
+
+
+def run_gap(budget):
+    for seed in SEEDS:
+        for arm, flags in GAP_ARMS.items():
+            if not run(f"{GAP_CELL}-{arm}-s{seed}", ["--epochs", "1", "--seed", str(seed)] + flags, 1, budget):
+                return False
+    return True
+
+
+def run_cell(cell, budget):
+    for method in cell.methods:
+        flags = cell.flags() + METHODS[method][0]
+        if not cell.tuned_in:
+            while True:
+                _, best, next_lr = tuning(cell, method)
+                if next_lr is None:
+                    break
+                if not run(run_name(cell.name, method, next_lr, 1),
+                           flags + ["--lr", f"{next_lr:g}", "--seed", "1", "--validation", str(VALIDATION)],
+                           cell.epochs, budget):
+                    return False
+        lr = chosen_rate(cell, method)
+        if lr is None:
+            continue  # every rate failed, or the source cell is not tuned yet
+        for seed in SEEDS:
+            if not cell.tuned_in and seed == 1:
+                continue  # the tuning run is seed 1
+            extra = [] if cell.tuned_in else ["--validation", str(VALIDATION)]
+            if not run(run_name(cell.name, method, lr, seed),
+                       flags + ["--lr", f"{lr:g}", "--seed", str(seed)] + extra, cell.epochs, budget):
+                return False
+    return True
+
+
+# --- report ----------------------------------------------------------------------------------------
+
+def spread(values):
+    if not values:
+        return None
+    mean = statistics.fmean(values)
+    std = statistics.stdev(values) if len(values) > 1 else float("nan")
+    return {"mean": mean, "std": std, "min": min(values), "max": max(values), "n": len(values)}
+
+
+def pct(x):
+    return "-" if x is None or math.isnan(x) else f"{100 * x:.2f}"
+
+
+def time_to_target(epochs, target):
+    """Simulated seconds at which test accuracy first reaches the target, by linear interpolation
+    between the ends of epochs (from 0 at the start); None if it never does."""
+    t0, a0 = 0.0, 0.1
+    for row in epochs:
+        t1, a1 = row["simulated_s"], row["test_accuracy"]
+        if a1 >= target:
+            return t0 + (t1 - t0) * (target - a0) / (a1 - a0) if a1 > a0 else t1
+        t0, a0 = t1, a1
+    return None
+
+
+def method_results(cell, method):
+    lr = chosen_rate(cell, method)
+    runs = []
+    if lr is not None:
+        for seed in SEEDS:
+            status, summary, epochs = load_record(run_name(cell.name, method, lr, seed))
+            if status is not None:
+                runs.append((status, summary, epochs))
+    ok = [(s, e) for status, s, e in runs if status == "ok"]
+    return lr, runs, ok
+
+
+def cell_table(cell, lines, dense_mean):
+    lines.append(f"\n### {cell.model}, P = {cell.workers}, density {cell.density:g}, {cell.epochs} epochs\n")
+    if cell.tuned_in:
+        lines.append(f"Learning rates as tuned in {cell.tuned_in} (no tuning at this P); all 60,000 training "
+                     f"examples.\n")
+    lines.append("| method | lr tried (validation acc. %, seed 1) | lr | test acc. % mean | min-max | std | "
+                 "vs dense | train loss | bytes/worker/iter | simulated s/epoch | time to "
+                 f"{100 * TARGET:.0f}% (s) |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    means = {}
+    for method in cell.methods:
+        tried = tuning(cell, method)[0] if not cell.tuned_in else {}
+        lr, runs, ok = method_results(cell, method)
+        tried_text = ", ".join(f"{lr_:g}: {'failed' if acc is None else pct(acc)}" for lr_, acc in sorted(tried.items()))
+        if not runs:
+            if tried:
+                lines.append(f"| {method} | {tried_text} | {'-' if lr is None else f'{lr:g}'} | not run yet |"
+                             " | | | | | | |")
+            continue
+        failed = [s["error"] for status, s, _ in runs if status == "failed"]
+        acc = spread([s["final_test_accuracy"] for s, _ in ok])
+        if acc is None:
+            lines.append(f"| {method} | {tried_text} | {lr:g} | failed: {failed[0]} | | | | | | | |")
+            continue
+        means[method] = acc
+        loss = statistics.fmean(s["final_train_loss"] for s, _ in ok)
+        bytes_ = statistics.fmean(s["bytes_per_worker_per_iteration"] for s, _ in ok)
+        sim = statistics.fmean(s["simulated_seconds"] / s["epochs"] for s, _ in ok)
+        reach = [time_to_target(e, TARGET) for _, e in ok]
+        reach_text = "-" if any(r is None for r in reach) else f"{statistics.fmean(reach):.1f}"
+        if any(r is None for r in reach) and any(r is not None for r in reach):
+            reach_text = f"{sum(r is not None for r in reach)}/{len(reach)} seeds"
+        versus = "-"
+        if dense_mean is not None and method != "dense":
+            d = acc["mean"] - dense_mean["mean"]
+            inside = abs(d) <= max(dense_mean["max"] - dense_mean["min"], acc["max"] - acc["min"])
+            versus = f"{100 * d:+.2f}{' (inside spread)' if inside else ''}"
+        seeds_text = f"{pct(acc['min'])}-{pct(acc['max'])}" + ("" if acc["n"] == 3 else f" ({acc['n']} seeds)")
+        if failed:
+            seeds_text += f"; {len(failed)} failed"
+        lines.append(f"| {method} | {tried_text} | {lr:g} | {pct(acc['mean'])} | {seeds_text} | "
+                     f"{100 * acc['std']:.2f} | {versus} | {loss:.4f} | {bytes_:,.0f} | {sim:.2f} | {reach_text} |")
+    return means
+
+
+def curves(cell, path_prefix):
+    """Mean test accuracy over the seeds against epoch and against simulated time, one line per
+    method, as a gnuplot data file and two PNGs. The titles are this script's own method names."""
+    blocks, titles = [], []
+    for method in cell.methods:
+        _, _, ok = method_results(cell, method)
+        if not ok:
+            continue
+        epochs = min(len(e) for _, e in ok)
+        rows = []
+        for i in range(epochs):
+            rows.append((i + 1, statistics.fmean(e[i]["simulated_s"] for _, e in ok),
+                         100 * statistics.fmean(e[i]["test_accuracy"] for _, e in ok)))
+        blocks.append(rows)
+        titles.append(method)
+    if not blocks:
+        return []
+    data = path_prefix.with_suffix(".dat")
+    with open(data, "w") as f:
+        for title, rows in zip(titles, blocks):
+            f.write(f"# {title}\n")
+            for row in rows:
+                f.write(" ".join(f"{v:.6g}" for v in row) + "\n")
+            f.write("\n\n")
+    made = []
+    for x, column, label in (("epoch", 1, "epoch"), ("time", 2, "simulated seconds on paper-1gbe")):
+        png = path_prefix.parent / f"{path_prefix.name}-{x}.png"
+        plot = ", ".join(f"'{data.name}' index {i} using {column}:3 with linespoints title '{t}'"
+                         for i, t in enumerate(titles))
+        script = (f"set terminal pngcairo size 1000,650\nset output '{png.name}'\nset key outside right\n"
+                  f"set xlabel '{label}'\nset ylabel 'test accuracy (%), mean of seeds'\nset grid\nplot {plot}\n")
+        result = subprocess.run(["gnuplot"], input=script, text=True, cwd=png.parent, capture_output=True)
+        if result.returncode != 0 or not png.exists():
+            raise SystemExit(f"gnuplot failed for {png}: {result.stderr.strip()}")
+        made.append(png)
+    return made
+
+
+def verdict(a, b, margin=0.0):
+    """Whether mean(a) >= mean(b) - margin, told apart from seed noise: the difference against twice
+    its standard error sqrt(sa^2/na + sb^2/nb)."""
+    if a is None or b is None or a["n"] < 2 or b["n"] < 2:
+        return "cannot tell (not measured)", None
+    d = a["mean"] - b["mean"]
+    se = math.sqrt(a["std"] ** 2 / a["n"] + b["std"] ** 2 / b["n"])
+    if d + margin > 2 * se:
+        return "holds", d
+    if d + margin < -2 * se:
+        return "does not hold", d
+    return "cannot tell", d
+
+
+def findings(results):
+    """The papers' claims, each with its verdict from the numbers of the cells."""
+    out = ["<!-- convergence claims: generated by scripts/convergence_study.py; do not edit by hand -->", "",
+           "## The papers' claims, from docs/results/convergence.md", "",
+           "Verdict rule: a claim that A is at least as good as B *holds* when A's mean test accuracy minus B's is "
+           "more than twice the standard error of that difference over the seeds (sqrt(sA²/nA + sB²/nB)), "
+           "*does not hold* when it is less than minus twice that, and *cannot tell* otherwise. A claim that A is "
+           "close to dense is read as A >= dense - 0.5 points, by the same rule.", ""]
+    claims = [
+        ("gTop-k S-SGD reaches about dense S-SGD's accuracy (within 0.5 points)", "topk-gtopk-rd", "dense", 0.005),
+        ("gTop-k is at least as accurate as Top-k S-SGD (allgather)", "topk-gtopk-rd", "topk-allgather", 0.0),
+        ("the gTop-k paper's recipe (warm-ups) does at least as well as without it", "paper", "topk-gtopk-rd", 0.0),
+        ("DGC's momentum correction does at least as well as plain momentum on gTop-k", "topk-gtopk-rd-mc",
+         "topk-gtopk-rd", 0.0),
+        ("error feedback helps Top-k (allgather)", "topk-allgather", "topk-allgather-noef", 0.0),
+        ("error feedback helps gTop-k", "topk-gtopk-rd", "topk-gtopk-rd-noef", 0.0),
+        ("rTop-k (r = 2k) beats top-k alone at the same k (allgather, with error feedback)", "rtopk2-allgather",
+         "topk-allgather", 0.0),
+        ("rTop-k (r = 4k) beats top-k alone at the same k (allgather, with error feedback)", "rtopk4-allgather",
+         "topk-allgather", 0.0),
+        ("rTop-k (r = 2k) beats top-k alone without error feedback", "rtopk2-allgather-noef", "topk-allgather-noef",
+         0.0),
+        ("rTop-k (r = 4k) beats top-k alone without error feedback", "rtopk4-allgather-noef", "topk-allgather-noef",
+         0.0),
+        ("rTop-k (r = 2k) beats random-k at the same k (with error feedback)", "rtopk2-allgather", "randk-shared", 0.0),
+        ("rTop-k (r = 2k) beats random-k without error feedback", "rtopk2-allgather-noef", "randk-shared-noef", 0.0),
+        ("rTop-k (r = 2k) beats unbiased random-k", "rtopk2-allgather-noef", "randk-unbiased", 0.0),
+        ("error feedback helps rTop-k (r = 2k)", "rtopk2-allgather", "rtopk2-allgather-noef", 0.0),
+        ("rTop-k + gTop-k aggregation (unpublished) does as well as top-k + gTop-k", "rtopk2-gtopk-rd",
+         "topk-gtopk-rd", 0.0),
+    ]
+    for cell_name, means in results.items():
+        out.append(f"### {cell_name}\n")
+        for text, a, b, margin in claims:
+            if a not in means and b not in means:
+                continue
+            v, d = verdict(means.get(a), means.get(b), margin)
+            numbers = ""
+            if d is not None:
+                numbers = (f": {a} {pct(means[a]['mean'])}% (±{100 * means[a]['std']:.2f}) vs {b} "
+                           f"{pct(means[b]['mean'])}% (±{100 * means[b]['std']:.2f}), difference {100 * d:+.2f}")
+            out.append(f"- **{text}: {v}**{numbers}.")
+        out.append("")
+    out.append("<!-- end of generated convergence claims -->")
+    return "\n".join(out)
+
+
+def report():
+    lines = ["# Convergence study", "",
+             "Generated by `scripts/convergence-study.sh` (which runs `scripts/convergence_study.py`); every "
+             "number below comes from the run records in `docs/results/convergence/runs/` (summary.json, "
+             "epochs.csv and the exact command of each run). Rerunning the command continues an unfinished "
+             "study and regenerates this page.", "",
+             "## Protocol", "",
+             f"- Fashion-MNIST, batch 32 per worker, momentum 0.9, weight decay 1e-4, no schedule, simulated network "
+             f"paper-1gbe (alpha 0.436 ms, 9 ns/byte; compute charged as measured thread CPU time on this 2-core "
+             f"machine). Seeds {', '.join(map(str, SEEDS))} per cell.",
+             f"- Learning rate tuned per method on the seed-1 run: the last {VALIDATION:,} training examples are held "
+             f"out as a validation set (`--validation {VALIDATION}`), never the test set; the rate with the best final "
+             f"validation accuracy is chosen (ties: the smaller), and when an end of the grid wins the grid is "
+             f"extended past it by factors of 2, up to {MAX_EXTENSIONS} times. Seeds 2 and 3 then run at that rate "
+             f"on the same split. Default grid {', '.join(f'{x:g}' for x in DEFAULT_GRID)}; random-k's grids are "
+             f"lower (see the tables).",
+             "- Every arm but `topk-gtopk-rd-mc` and the default run uses plain momentum SGD (`--momentum-correction "
+             "off`), as the papers do. `dense` is dense S-SGD (allreduce of all gradients).",
+             f"- `vs dense`: difference of mean test accuracy in points; *inside spread* when it is smaller than the "
+             f"min-max range of either method's seeds. Time to {100 * TARGET:.0f}%: simulated seconds at which the "
+             f"test accuracy, linearly interpolated between ends of epochs, first reaches it (mean over seeds).",
+             "- Within one epoch all methods see the same examples in the same order for a given seed.", ""]
+    # The default run against dense.
+    lines.append("## The default `sparsgd train` run against dense S-SGD\n")
+    lines.append("`sparsgd train` (cnn, 4 workers, topk + gtopk, density 0.01, lr 0.05, one epoch, all 60,000 "
+                 "training examples) with only the arm's flags changed; seeds 1-3.\n")
+    lines.append("| arm | flags | test accuracy % per seed | mean | min-max | vs dense |")
+    lines.append("|---|---|---|---|---|---|")
+    gap = {}
+    for arm, flags in GAP_ARMS.items():
+        values, failed = [], 0
+        for seed in SEEDS:
+            status, summary, _ = load_record(f"{GAP_CELL}-{arm}-s{seed}")
+            if status == "ok":
+                values.append(summary["final_test_accuracy"])
+            elif status == "failed":
+                failed += 1
+        gap[arm] = spread(values)
+    for arm, flags in GAP_ARMS.items():
+        s = gap[arm]
+        if s is None:
+            continue
+        per_seed = []
+        for seed in SEEDS:
+            status, summary, _ = load_record(f"{GAP_CELL}-{arm}-s{seed}")
+            per_seed.append(pct(summary["final_test_accuracy"]) if status == "ok" else
+                            "failed" if status == "failed" else "-")
+        versus = "-" if arm == "dense" or gap.get("dense") is None else f"{100 * (s['mean'] - gap['dense']['mean']):+.2f}"
+        lines.append(f"| {arm} | `{' '.join(flags) or '(none)'}` | {', '.join(per_seed)} | {pct(s['mean'])} | "
+                     f"{pct(s['min'])}-{pct(s['max'])} | {versus} |")
+    lines.append("\n## Methods, rates tuned on the validation split\n")
+    results = {}
+    for cell in CELLS:
+        dense = method_results(cell, "dense")
+        dense_mean = spread([s["final_test_accuracy"] for s, _ in dense[2]])
+        means = cell_table(cell, lines, dense_mean)
+        if means:
+            results[cell.name] = means
+            made = curves(cell, PLOTS / cell.name)
+            if made:
+                lines.append("\nPlots: " + ", ".join(f"`{p.relative_to(RESULTS)}`" for p in made) + ".")
+    lines.append("\n## Methods\n")
+    for name, (flags, grid, what) in METHODS.items():
+        lines.append(f"- `{name}`: {what}; `{' '.join(flags)}`.")
+    (RESULTS / "convergence.md").write_text("\n".join(lines) + "\n")
+    claims = findings(results)
+    path = RESULTS / "findings.md"
+    text = path.read_text() if path.exists() else "# What the measurements say\n"
+    start = text.find("<!-- convergence claims:")
+    end_marker = "<!-- end of generated convergence claims -->"
+    if start >= 0 and end_marker in text:
+        text = text[:start] + claims + text[text.find(end_marker) + len(end_marker):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + claims + "\n"
+    path.write_text(text)
+    print(f"wrote {RESULTS / 'convergence.md'} and the claims in {path}", file=sys.stderr)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget-minutes", type=float, default=55.0,
+                        help="start no run that would end after this many minutes (default 55)")
+    parser.add_argument("--report-only", action="store_true", help="only regenerate the report")
+    parser.add_argument("--list", action="store_true", help="print what is recorded and what is left")
+    args = parser.parse_args()
+    if args.list:
+        done = sorted(p.name for p in RECORDS.iterdir()) if RECORDS.exists() else []
+        print(f"{len(done)} runs recorded")
+        return
+    if not args.report_only:
+        if not CLI.exists():
+            raise SystemExit(f"{CLI} is missing: run scripts/setup.sh first")
+        budget = {"deadline": time.monotonic() + 60 * args.budget_minutes, "epoch_seconds": 45.0}
+        finished = run_gap(budget) and all(run_cell(cell, budget) for cell in CELLS)
+        print("the study is complete" if finished else "budget spent: run the command again to continue",
+              file=sys.stderr)
+    report()
+
+
+if __name__ == "__main__":
+    main()
