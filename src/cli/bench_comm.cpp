@@ -407,6 +407,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"k", k},
                           {"density", o.density},
                           {"compressor", o.compressor},
+                          {"error_feedback", o.error_feedback},
                           {"aggregator", o.aggregator},
                           {"network", network.name},
                           {"model_network", model.name},
