@@ -97,15 +97,54 @@ GAP_ARMS = {
 class Cell:
     """Model, workers, density and epochs; the methods studied there, most important first."""
 
-    def __init__(self, model, workers, density, epochs, methods, tuned_in=None):
+    def __init__(self, model, workers, density, epochs, methods, tuned_in=None, task=None):
         self.model, self.workers, self.density, self.epochs = model, workers, density, epochs
         self.methods = methods
         self.tuned_in = tuned_in  # None: tune here; else the name of the cell whose rates are used
+        self.task = task          # None: Fashion-MNIST; else a Task below
         self.name = f"{model}-P{workers}-d{density:g}-e{epochs}"
 
     def flags(self):
+        extra = self.task.flags() if self.task else []
         return ["--model", self.model, "--workers", str(self.workers), "--density", f"{self.density:g}",
-                "--epochs", str(self.epochs)]
+                "--epochs", str(self.epochs)] + extra
+
+    def grid(self, method):
+        return self.task.grid if self.task else METHODS[method][1]
+
+    def validation_flags(self):
+        return self.task.validation_flags if self.task else ["--validation", str(VALIDATION)]
+
+    def perplexity(self):
+        return self.task is not None
+
+    def score(self, summary):
+        """What tuning maximizes: validation accuracy, or minus the validation loss (lm)."""
+        return -summary["final_validation_loss"] if self.perplexity() else summary["final_validation_accuracy"]
+
+    def goodness(self, summary):
+        """The result, higher better: test accuracy, or minus the test perplexity (lm)."""
+        return -summary["final_test_perplexity"] if self.perplexity() else summary["final_test_accuracy"]
+
+    def show(self, goodness):
+        return f"{-goodness:.1f}" if self.perplexity() else pct(goodness)
+
+
+class LicenseTextLm:
+    """The LSTM language model on the license-text corpus (scripts/license_corpus.py), Adam as in
+    scripts/lm-demo.sh; valid.txt is the validation set."""
+    grid = (0.001, 0.002, 0.004)
+    validation_flags = []
+
+    def __init__(self):
+        self.corpus = RUNS / "license-corpus"
+
+    def flags(self):
+        if not (self.corpus / "train.txt").exists():
+            subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "license_corpus.py"), str(self.corpus)],
+                           check=True, stdout=subprocess.DEVNULL)
+        return ["--task", "lm", "--data", str(self.corpus), "--batch-size", "10", "--bptt", "35", "--hidden-size",
+                "200", "--optimizer", "adam", "--weight-decay", "0", "--clip-norm", "0.25", "--dropout", "0.3"]
 
 
 # The cells in the order they are run: the most telling comparisons first, so that a study cut short
@@ -116,7 +155,8 @@ P4_REST = ["rtopk4-allgather", "rtopk2-allgather-noef", "rtopk4-allgather-noef",
            "randk-shared-noef", "rtopk1.5-allgather", "rtopk8-allgather", "gaussiank-allgather",
            "rtopk1.5-allgather-noef", "rtopk8-allgather-noef"]
 P8_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "topk-gtopk-rd-noef", "paper", "topk-gtopk-rd-mc",
-              "rtopk2-gtopk-rd", "rtopk2-allgather", "rtopk4-allgather", "rtopk2-allgather-noef", "randk-unbiased"]
+              "rtopk2-gtopk-rd", "rtopk2-allgather"]
+LM_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "rtopk2-gtopk-rd", "rtopk2-allgather", "topk-gtopk-rd-noef"]
 P32_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "paper", "topk-gtopk-rd-mc", "rtopk2-gtopk-rd"]
 RESNET_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "topk-gtopk-rd-noef", "paper", "topk-gtopk-rd-mc",
                   "rtopk2-gtopk-rd", "rtopk2-allgather"]
@@ -124,6 +164,7 @@ STAGES = [
     Cell("cnn", 4, 0.01, 3, P4_FIRST),
     Cell("cnn", 8, 0.01, 3, P8_METHODS),
     Cell("cnn", 32, 0.01, 5, P32_METHODS, tuned_in="cnn-P8-d0.01-e3"),
+    Cell("lstm", 4, 0.01, 20, LM_METHODS, task=LicenseTextLm()),
     Cell("cnn", 4, 0.01, 3, P4_REST),
     Cell("resnet20", 4, 0.01, 2, RESNET_METHODS),
 ]
@@ -137,7 +178,7 @@ def report_cells():
             cells[stage.name].methods += [m for m in stage.methods if m not in cells[stage.name].methods]
         else:
             cells[stage.name] = Cell(stage.model, stage.workers, stage.density, stage.epochs, list(stage.methods),
-                                     stage.tuned_in)
+                                     stage.tuned_in, stage.task)
     return list(cells.values())
 
 
@@ -206,7 +247,7 @@ def grid_values(grid, extended_low, extended_high):
 def tuning(cell, method):
     """(rates tried with their seed-1 validation accuracy or None if failed, chosen rate or None,
     the next rate to try or None). The grid grows past an edge that wins, at most MAX_EXTENSIONS."""
-    grid = METHODS[method][1]
+    grid = cell.grid(method)
     low = high = 0
     while True:
         tried = {}
@@ -214,7 +255,7 @@ def tuning(cell, method):
             status, summary, _ = load_record(run_name(cell.name, method, lr, 1))
             if status is None:
                 return tried, None, lr
-            tried[lr] = summary["final_validation_accuracy"] if status == "ok" else None
+            tried[lr] = cell.score(summary) if status == "ok" else None
         scored = {lr: acc for lr, acc in tried.items() if acc is not None and not math.isnan(acc)}
         if not scored:
             return tried, None, None
@@ -252,7 +293,7 @@ def run_cell(cell, budget):
                 if next_lr is None:
                     break
                 if not run(run_name(cell.name, method, next_lr, 1),
-                           flags + ["--lr", f"{next_lr:g}", "--seed", "1", "--validation", str(VALIDATION)],
+                           flags + ["--lr", f"{next_lr:g}", "--seed", "1"] + cell.validation_flags(),
                            cell.epochs, budget):
                     return False
         lr = chosen_rate(cell, method)
@@ -261,7 +302,7 @@ def run_cell(cell, budget):
         for seed in SEEDS:
             if not cell.tuned_in and seed == 1:
                 continue  # the tuning run is seed 1
-            extra = [] if cell.tuned_in else ["--validation", str(VALIDATION)]
+            extra = [] if cell.tuned_in else cell.validation_flags()
             if not run(run_name(cell.name, method, lr, seed),
                        flags + ["--lr", f"{lr:g}", "--seed", str(seed)] + extra, cell.epochs, budget):
                 return False
@@ -306,50 +347,63 @@ def method_results(cell, method):
     return lr, runs, ok
 
 
-def cell_table(cell, lines, dense_mean):
-    lines.append(f"\n### {cell.model}, P = {cell.workers}, density {cell.density:g}, {cell.epochs} epochs\n")
+def cell_table(cell, lines, dense):
+    """The cell's table; returns {method: spread of goodness}, {method: spread of time to target}."""
+    what = "the LSTM on the license-text corpus" if cell.perplexity() else cell.model
+    lines.append(f"\n### {what}, P = {cell.workers}, density {cell.density:g}, {cell.epochs} epochs\n")
     if cell.tuned_in:
         lines.append(f"Learning rates as tuned in {cell.tuned_in} (no tuning at this P); all 60,000 training "
                      f"examples.\n")
-    lines.append("| method | lr tried (validation acc. %, seed 1) | lr | test acc. % mean | min-max | std | "
-                 "vs dense | train loss | bytes/worker/iter | simulated s/epoch | time to "
+    if cell.perplexity():
+        lines.append("Test perplexity (lower is better); rates tuned on valid.txt's perplexity (shown). Adam, "
+                     "batch 10 streams x 35 tokens a worker, dropout 0.3, clip 0.25, as `scripts/lm-demo.sh`.\n")
+        head = "| method | lr tried (validation perplexity, seed 1) | lr | test perplexity mean | min-max | std | "
+    else:
+        head = "| method | lr tried (validation acc. %, seed 1) | lr | test acc. % mean | min-max | std | "
+    lines.append(head + "vs dense | train loss | bytes/worker/iter | simulated s/epoch | time to "
                  f"{100 * TARGET:.0f}% (s) |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
     means, times = {}, {}
     for method in cell.methods:
         tried = tuning(cell, method)[0] if not cell.tuned_in else {}
         lr, runs, ok = method_results(cell, method)
-        tried_text = ", ".join(f"{lr_:g}: {'failed' if acc is None else pct(acc)}" for lr_, acc in sorted(tried.items()))
+        tried_text = ", ".join(f"{lr_:g}: {'failed' if v is None else cell.show(v) if not cell.perplexity() else f'{math.exp(-v):.1f}'}"
+                               for lr_, v in sorted(tried.items()))
         if not runs:
             if tried:
                 lines.append(f"| {method} | {tried_text} | {'-' if lr is None else f'{lr:g}'} | not run yet |"
                              " | | | | | | |")
             continue
         failed = [s["error"] for status, s, _ in runs if status == "failed"]
-        acc = spread([s["final_test_accuracy"] for s, _ in ok])
-        if acc is None:
+        good = spread([cell.goodness(s) for s, _ in ok])
+        if good is None:
             lines.append(f"| {method} | {tried_text} | {lr:g} | failed: {failed[0]} | | | | | | | |")
             continue
-        means[method] = acc
+        means[method] = good
         loss = statistics.fmean(s["final_train_loss"] for s, _ in ok)
         bytes_ = statistics.fmean(s["bytes_per_worker_per_iteration"] for s, _ in ok)
         sim = statistics.fmean(s["simulated_seconds"] / s["epochs"] for s, _ in ok)
-        reach = [time_to_target(e, TARGET) for _, e in ok]
-        if all(r is not None for r in reach):
-            times[method] = spread(reach)
-        reach_text = "-" if any(r is None for r in reach) else f"{statistics.fmean(reach):.1f}"
-        if any(r is None for r in reach) and any(r is not None for r in reach):
-            reach_text = f"{sum(r is not None for r in reach)}/{len(reach)} seeds"
+        reach_text = "-"
+        if not cell.perplexity():
+            reach = [time_to_target(e, TARGET) for _, e in ok]
+            if all(r is not None for r in reach):
+                times[method] = spread(reach)
+                reach_text = f"{statistics.fmean(reach):.1f}"
+            elif any(r is not None for r in reach):
+                reach_text = f"{sum(r is not None for r in reach)}/{len(reach)} seeds"
         versus = "-"
-        if dense_mean is not None and method != "dense":
-            d = acc["mean"] - dense_mean["mean"]
-            inside = abs(d) <= max(dense_mean["max"] - dense_mean["min"], acc["max"] - acc["min"])
-            versus = f"{100 * d:+.2f}{' (inside spread)' if inside else ''}"
-        seeds_text = f"{pct(acc['min'])}-{pct(acc['max'])}" + ("" if acc["n"] == 3 else f" ({acc['n']} seeds)")
+        if dense is not None and method != "dense":
+            d = good["mean"] - dense["mean"]
+            inside = abs(d) <= max(dense["max"] - dense["min"], good["max"] - good["min"])
+            shown = f"{-d:+.1f}" if cell.perplexity() else f"{100 * d:+.2f}"
+            versus = f"{shown}{' (inside spread)' if inside else ''}"
+        low, high = (good["max"], good["min"]) if cell.perplexity() else (good["min"], good["max"])
+        seeds_text = f"{cell.show(low)}-{cell.show(high)}" + ("" if good["n"] == 3 else f" ({good['n']} seeds)")
         if failed:
             seeds_text += f"; {len(failed)} failed"
-        lines.append(f"| {method} | {tried_text} | {lr:g} | {pct(acc['mean'])} | {seeds_text} | "
-                     f"{100 * acc['std']:.2f} | {versus} | {loss:.4f} | {bytes_:,.0f} | {sim:.2f} | {reach_text} |")
+        std = f"{good['std']:.1f}" if cell.perplexity() else f"{100 * good['std']:.2f}"
+        lines.append(f"| {method} | {tried_text} | {lr:g} | {cell.show(good['mean'])} | {seeds_text} | "
+                     f"{std} | {versus} | {loss:.4f} | {bytes_:,.0f} | {sim:.2f} | {reach_text} |")
     return means, times
 
 
@@ -364,8 +418,9 @@ def curves(cell, path_prefix):
         epochs = min(len(e) for _, e in ok)
         rows = []
         for i in range(epochs):
+            value = "test_perplexity" if cell.perplexity() else "test_accuracy"
             rows.append((i + 1, statistics.fmean(e[i]["simulated_s"] for _, e in ok),
-                         100 * statistics.fmean(e[i]["test_accuracy"] for _, e in ok)))
+                         (1 if cell.perplexity() else 100) * statistics.fmean(e[i][value] for _, e in ok)))
         blocks.append(rows)
         titles.append(method)
     if not blocks:
@@ -382,8 +437,9 @@ def curves(cell, path_prefix):
         png = path_prefix.parent / f"{path_prefix.name}-{x}.png"
         plot = ", ".join(f"'{data.name}' index {i} using {column}:3 with linespoints title '{t}'"
                          for i, t in enumerate(titles))
+        ylabel = "test perplexity, mean of seeds" if cell.perplexity() else "test accuracy (%), mean of seeds"
         script = (f"set terminal pngcairo size 1000,650\nset output '{png.name}'\nset key outside right\n"
-                  f"set xlabel '{label}'\nset ylabel 'test accuracy (%), mean of seeds'\nset grid\nplot {plot}\n")
+                  f"set xlabel '{label}'\nset ylabel '{ylabel}'\nset grid\nplot {plot}\n")
         result = subprocess.run(["gnuplot"], input=script, text=True, cwd=png.parent, capture_output=True)
         if result.returncode != 0 or not png.exists():
             raise SystemExit(f"gnuplot failed for {png}: {result.stderr.strip()}")
@@ -451,14 +507,19 @@ def findings(results, gap):
                    ("gTop-k reaches the target sooner than Top-k S-SGD (allgather)", "topk-gtopk-rd", "topk-allgather"),
                    ("rTop-k + gTop-k reaches the target sooner than top-k + gTop-k", "rtopk2-gtopk-rd",
                     "topk-gtopk-rd")]
-    for cell_name, (means, times) in results.items():
-        out.append(f"### {cell_name}\n")
+    for cell_name, (means, times, cell) in results.items():
+        out.append(f"### {cell_name}{' (test perplexity)' if cell.perplexity() else ''}\n")
         for text, a, b, margin in claims:
             if a not in means and b not in means:
                 continue
+            if cell.perplexity() and margin:
+                continue  # "within 0.5 points" is a statement about accuracy
             v, d = verdict(means.get(a), means.get(b), margin)
             numbers = ""
-            if d is not None:
+            if d is not None and cell.perplexity():
+                numbers = (f": {a} {cell.show(means[a]['mean'])} (±{means[a]['std']:.1f}) vs {b} "
+                           f"{cell.show(means[b]['mean'])} (±{means[b]['std']:.1f}), difference {-d:+.1f}")
+            elif d is not None:
                 numbers = (f": {a} {pct(means[a]['mean'])}% (±{100 * means[a]['std']:.2f}) vs {b} "
                            f"{pct(means[b]['mean'])}% (±{100 * means[b]['std']:.2f}), difference {100 * d:+.2f}")
             out.append(f"- **{text}: {v}**{numbers}.")
@@ -495,7 +556,13 @@ def report():
              f"- `vs dense`: difference of mean test accuracy in points; *inside spread* when it is smaller than the "
              f"min-max range of either method's seeds. Time to {100 * TARGET:.0f}%: simulated seconds at which the "
              f"test accuracy, linearly interpolated between ends of epochs, first reaches it (mean over seeds).",
-             "- Within one epoch all methods see the same examples in the same order for a given seed.", ""]
+             "- Within one epoch all methods see the same examples in the same order for a given seed.",
+             "- Cells, in the order they run (the most telling comparisons first; a cell's remaining methods come "
+             "later): " + "; ".join(f"{c.name} ({len(c.methods)} methods{', rates from ' + c.tuned_in if c.tuned_in else ''})"
+                                    for c in STAGES) + ". The lstm cell is the 2-layer LSTM language model on the "
+             "license texts every Debian system ships (scripts/license_corpus.py: 36,595 training tokens, vocabulary "
+             "2,076; not the Penn Treebank, which cannot be downloaded here, and neither can CIFAR-10).",
+             "- A cell whose table is empty or short has not been run yet: the study runs in chunks.", ""]
     # The default run against dense.
     lines.append("## The default `sparsgd train` run against dense S-SGD\n")
     lines.append("`sparsgd train` (cnn, 4 workers, topk + gtopk, density 0.01, lr 0.05, one epoch, all 60,000 "
@@ -527,11 +594,10 @@ def report():
     lines.append("\n## Methods, rates tuned on the validation split\n")
     results = {}
     for cell in report_cells():
-        dense = method_results(cell, "dense")
-        dense_mean = spread([s["final_test_accuracy"] for s, _ in dense[2]])
-        means, times = cell_table(cell, lines, dense_mean)
+        dense = spread([cell.goodness(s) for s, _ in method_results(cell, "dense")[2]])
+        means, times = cell_table(cell, lines, dense)
         if means:
-            results[cell.name] = (means, times)
+            results[cell.name] = (means, times, cell)
             made = curves(cell, PLOTS / cell.name)
             if made:
                 lines.append("\nPlots: " + ", ".join(f"`{p.relative_to(RESULTS)}`" for p in made) + ".")
