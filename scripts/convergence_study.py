@@ -104,10 +104,12 @@ class Cell:
         self.task = task          # None: Fashion-MNIST; else a Task below
         self.name = f"{model}-P{workers}-d{density:g}-e{epochs}"
 
-    def flags(self):
+    def flags(self, method_flags):
+        """The cell's flags and the method's; the method's density (dense: 1) replaces the cell's."""
         extra = self.task.flags() if self.task else []
-        return ["--model", self.model, "--workers", str(self.workers), "--density", f"{self.density:g}",
-                "--epochs", str(self.epochs)] + extra
+        density = [] if "--density" in method_flags else ["--density", f"{self.density:g}"]
+        return (["--model", self.model, "--workers", str(self.workers), "--epochs", str(self.epochs)] + density + extra
+                + method_flags)
 
     def grid(self, method):
         return self.task.grid if self.task else METHODS[method][1]
@@ -223,7 +225,12 @@ def run(name, flags, epochs, budget):
     d.mkdir(parents=True)
     (d / "command.txt").write_text(" ".join(["sparsgd"] + command[1:]).replace(str(ROOT) + "/", "") + "\n")
     if status != 0:
-        lines = [line for line in (out / "stderr.log").read_text().splitlines() if "error" in line]
+        log = (out / "stderr.log").read_text()
+        if "sparsgd: error:" not in log:
+            # A command this script got wrong (or a crash) is not a result of the method: stop.
+            shutil.rmtree(d)
+            raise SystemExit(f"{name}: sparsgd train exited {status} without its own error line:\n{log[-2000:]}")
+        lines = [line for line in log.splitlines() if "error" in line]
         (d / "FAILED").write_text((lines[-1] if lines else f"exit status {status}") + "\n")
         print(f"   failed: {(d / 'FAILED').read_text().strip()}", file=sys.stderr)
         return True
@@ -286,7 +293,7 @@ def run_gap(budget):
 
 def run_cell(cell, budget):
     for method in cell.methods:
-        flags = cell.flags() + METHODS[method][0]
+        flags = cell.flags(METHODS[method][0])
         if not cell.tuned_in:
             while True:
                 _, best, next_lr = tuning(cell, method)
