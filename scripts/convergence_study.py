@@ -9,7 +9,8 @@ Usage: scripts/convergence_study.py [--budget-minutes M] [--report-only] [--list
 Each finished run leaves its summary.json and epochs.csv (a few KB) under
 docs/results/convergence/runs/NAME/, which is committed: a later sitting, on this machine or a
 fresh one, continues where the last one stopped. A run that fails (diverges, say) is recorded as
-FAILED with its error line; that is a result too (a learning rate too large for the method).
+FAILED with its error line; that is a result too (a learning rate too large for the method). Any
+other failure stops the study instead (it says nothing about the method).
 """
 
 import argparse
@@ -226,8 +227,9 @@ def run(name, flags, epochs, budget):
     (d / "command.txt").write_text(" ".join(["sparsgd"] + command[1:]).replace(str(ROOT) + "/", "") + "\n")
     if status != 0:
         log = (out / "stderr.log").read_text()
-        if "sparsgd: error:" not in log:
-            # A command this script got wrong (or a crash) is not a result of the method: stop.
+        if "non-finite gradient" not in log:
+            # Only divergence is a result of the method; a command this script got wrong, a crash, a
+            # binary being rebuilt or memory running out is not: stop and say why.
             shutil.rmtree(d)
             raise SystemExit(f"{name}: sparsgd train exited {status} without its own error line:\n{log[-2000:]}")
         lines = [line for line in log.splitlines() if "error" in line]

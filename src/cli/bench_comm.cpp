@@ -755,11 +755,8 @@ void register_bench_comm(CLI::App& bench) {
                   "that is not simulated here (a real network, or SimGrid SMPI's)")
       ->capture_default_str();
   cmd->add_option("--r-factor", opt->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
-  cmd->add_option_function<std::string>(
-         "--error-feedback", [opt](const std::string& v) { opt->error_feedback = v == "on"; },
-         "on: what a worker did not get into the sum stays in its residual; off: it is dropped")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->default_str("on");
+  add_on_off_option(cmd, "--error-feedback", opt->error_feedback,
+                    "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
   cmd->add_option("--iters", opt->iters, "iterations")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "seed of the synthetic gradients and random compressors")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--timeout-ms", opt->timeout_ms, "longest wait for a peer before failing")->capture_default_str();

@@ -162,11 +162,8 @@ void register_train(CLI::App& app) {
                   "topk, randk, randk-unbiased (values times n/k; needs --error-feedback off), rtopk, gaussiank, dgc "
                   "or none")
       ->capture_default_str();
-  cmd->add_option_function<std::string>(
-         "--error-feedback", [c](const std::string& v) { c->error_feedback = v == "on"; },
-         "on: what a worker did not get into the sum stays in its residual; off: it is dropped")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->default_str("on");
+  add_on_off_option(cmd, "--error-feedback", c->error_feedback,
+                    "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
   cmd->add_option("--aggregator", c->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
   cmd->add_option("--density", c->density, "fraction of gradient entries each worker sends, in (0, 1]")->capture_default_str();
   cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();

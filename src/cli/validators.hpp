@@ -24,6 +24,14 @@ inline CLI::Validator non_negative_integer() {
       "UINT");
 }
 
+// An option that switches something on or off, spelled on|off (so that a default of "on" can be
+// turned off, which a flag cannot).
+inline CLI::Option* add_on_off_option(CLI::App* cmd, const std::string& name, bool& value, const std::string& help) {
+  return cmd->add_option_function<std::string>(name, [&value](const std::string& v) { value = v == "on"; }, help)
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str(value ? "on" : "off");
+}
+
 // A path option given as '' (an unset shell variable, say) would silently mean "the default" or
 // "nowhere": refuse it.
 inline CLI::Validator non_empty_path() {
