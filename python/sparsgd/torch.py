@@ -16,8 +16,9 @@ Two ways in, both over the process group that ``torch.distributed.init_process_g
       sparsgd.torch.broadcast_parameters(model.state_dict(), root_rank=0)
 
 Each worker adds its residual to its gradient (error feedback; ``error_feedback=False`` drops it
-instead), selects entries (topk, randk, randk-unbiased, rtopk, gaussiank, dgc, or none), the workers aggregate the sparse gradients (allgather, gtopk,
-gtopk-rd, randk-shared, or dense), and what did not get into the sum stays in the residual. The
+instead), selects entries (topk, randk, randk-unbiased, rtopk, gaussiank, dgc, or none), the
+workers aggregate the sparse gradients (allgather, gtopk, gtopk-rd, randk-shared, or dense), and
+what did not get into the sum stays in the residual. The
 result is the AVERAGE over the workers (the sum divided by the world size once). The work runs
 in C++ (sparsgd._C) with the GIL released.
 """

@@ -16,7 +16,7 @@ void validate(const ExchangeConfig& config) {
   SPARSGD_ENFORCE(config.aggregator != "randk-shared" || randk_family,
                   "the randk-shared aggregator needs the randk or randk-unbiased compressor (its workers must select "
                   "the same indices), not " << config.compressor.name);
-  SPARSGD_ENFORCE(!config.error_feedback || compressor->value_scale(2, 1) == 1.0,
+  SPARSGD_ENFORCE(!config.error_feedback || !compressor->scales_values(),
                   "the " << config.compressor.name
                          << " compressor scales the values it sends, which error feedback cannot account for: "
                             "switch error feedback off");

@@ -38,6 +38,7 @@ class RandkCompressor final : public Compressor {
   double value_scale(std::size_t n, std::size_t k) const override {
     return unbiased_ ? static_cast<double>(n) / static_cast<double>(k) : 1.0;
   }
+  bool scales_values() const override { return unbiased_; }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                 SparseVector& out) override {
     validate_k(acc.size(), k);

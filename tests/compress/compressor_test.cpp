@@ -104,6 +104,7 @@ TEST_P(CompressorOutput, MeetsTheContract) {
         compressor->compress(acc, k, CompressContext{.iteration = iteration++, .rank = 1}, out);
         const double scale = compressor->value_scale(n, k);
         ASSERT_EQ(scale, name == "randk-unbiased" ? static_cast<double>(n) / static_cast<double>(k) : 1.0);
+        ASSERT_EQ(compressor->scales_values(), name == "randk-unbiased");
         if (scale != 1.0) {
           // Sent values are acc's entries times the scale; the rest of the contract on acc's entries.
           for (std::size_t e = 0; e < out.size() && out.indices[e] < n; ++e) {

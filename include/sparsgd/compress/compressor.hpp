@@ -33,6 +33,8 @@ class Compressor {
   // (randk-unbiased: n / k), whose sent vector equals acc only in expectation. Error feedback
   // cannot account for a scaled value, so those run without it (ExchangeConfig::error_feedback).
   virtual double value_scale(std::size_t /*n*/, std::size_t /*k*/) const { return 1.0; }
+  // Whether value_scale is ever other than 1.
+  virtual bool scales_values() const { return false; }
   // Selects entries of acc into out (out.dim = acc.size(), ascending indices). k is the target
   // count: exact for topk, randk, rtopk and none (which selects all n); within
   // [ceil(0.8k), floor(1.25k)] for gaussiank and dgc (select/threshold.hpp). Throws InvalidArgument

@@ -24,8 +24,9 @@ class ErrorFeedback {
   std::size_t size() const { return buffer_.size(); }
   bool enabled() const { return enabled_; }
 
-  // acc = gradient + residual (switched off: acc = gradient). Returns acc, valid until commit(). Throws InvalidArgument if the
-  // gradient's length differs or a previous accumulate() was not committed.
+  // acc = gradient + residual (switched off: acc = gradient). Returns acc, valid until commit().
+  // Throws InvalidArgument if the gradient's length differs or a previous accumulate() was not
+  // committed.
   std::span<const float> accumulate(std::span<const float> gradient);
 
   // The aggregation consumed every entry of `sent` (its values are inside the final sum).

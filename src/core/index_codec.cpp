@@ -1,0 +1,285 @@
+#include "sparsgd/core/index_codec.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/core/wire.hpp"
+
+namespace sparsgd::index_codec {
+namespace {
+
+constexpr unsigned kMaxRice = 31;
+
+[[noreturn]] void bad(const std::string& what) { throw wire::WireError("compressed indices: " + what); }
+
+// Bits of the Rice code of the gaps with parameter b; checks on the way that the indices are
+// strictly ascending and below n (InvalidArgument).
+std::uint64_t checked_rice_bits(std::span<const std::uint32_t> indices, std::uint32_t n, unsigned b) {
+  std::uint64_t bits = static_cast<std::uint64_t>(indices.size()) * (b + 1);
+  std::uint64_t next = 0;  // the smallest index the next one may be
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const std::uint32_t index = indices[i];
+    if (index < next || index >= n) [[unlikely]] {
+      SPARSGD_ENFORCE(index < n, "index " << index << " at " << i << " is not below n = " << n);
+      throw InvalidArgument("indices must be strictly ascending (at " + std::to_string(i) + ")");
+    }
+    bits += (index - next) >> b;
+    next = static_cast<std::uint64_t>(index) + 1;
+  }
+  return bits;
+}
+
+// Writes bits least significant first into a buffer sized beforehand (with 8 bytes of slack, so
+// that a whole word can always be stored).
+class BitWriter {
+ public:
+  explicit BitWriter(std::byte* out) : out_(out) {}
+  void put(std::uint64_t value, unsigned bits) {  // bits <= 32, value < 2^bits
+    word_ |= value << used_;
+    used_ += bits;
+    if (used_ >= 32) {
+      std::memcpy(out_, &word_, 8);
+      out_ += 4;
+      word_ >>= 32;
+      used_ -= 32;
+    }
+  }
+  void ones(std::uint64_t count) {
+    for (; count >= 32; count -= 32) put(0xffffffffu, 32);
+    if (count > 0) put((std::uint64_t{1} << count) - 1, static_cast<unsigned>(count));
+  }
+  void finish() { std::memcpy(out_, &word_, 8); }
+
+ private:
+  std::byte* out_;
+  std::uint64_t word_ = 0;
+  unsigned used_ = 0;
+};
+
+// Reads bits least significant first; at least 57 bits are buffered after refill() unless the
+// input ends (the branch-free refill of zstd's bit streams: overlapping loads OR in the same bits).
+class BitReader {
+ public:
+  explicit BitReader(std::span<const std::byte> in)
+      : p_(reinterpret_cast<const std::uint8_t*>(in.data())), end_(p_ + in.size()) {}
+  void refill() {
+    if (end_ - p_ >= 8) {
+      std::uint64_t word;
+      std::memcpy(&word, p_, 8);
+      buffer_ |= word << available_;
+      p_ += (63 - available_) >> 3;
+      available_ |= 56;
+    } else {
+      while (available_ <= 56 && p_ < end_) {
+        buffer_ |= static_cast<std::uint64_t>(*p_++) << available_;
+        available_ += 8;
+      }
+    }
+  }
+  std::uint64_t buffer() const { return buffer_; }
+  unsigned available() const { return available_; }
+  void consume(unsigned bits) {  // bits <= available()
+    buffer_ = bits >= 64 ? 0 : buffer_ >> bits;
+    available_ -= bits;
+  }
+  bool exhausted() const { return p_ == end_; }
+  // Bits not yet consumed, buffered or not.
+  std::uint64_t left() const { return available_ + 8 * static_cast<std::uint64_t>(end_ - p_); }
+
+ private:
+  const std::uint8_t* p_;
+  const std::uint8_t* end_;
+  std::uint64_t buffer_ = 0;
+  unsigned available_ = 0;
+};
+
+void encode_rice(std::span<const std::uint32_t> indices, unsigned b, std::size_t code_bytes, std::vector<std::byte>& out) {
+  const std::size_t at = out.size();
+  out.resize(at + code_bytes + 8);
+  BitWriter writer(out.data() + at);
+  std::uint32_t next = 0;
+  const std::uint32_t low_mask = (std::uint32_t{1} << b) - 1;
+  for (const std::uint32_t index : indices) {
+    const std::uint32_t gap = index - next;
+    const std::uint32_t quotient = gap >> b;
+    if (quotient < 32) {
+      // The unary part, its terminating 0 and the low bits in one put when they fit.
+      const unsigned bits = quotient + 1 + b;
+      const std::uint64_t code = ((std::uint64_t{1} << quotient) - 1) | (static_cast<std::uint64_t>(gap & low_mask) << (quotient + 1));
+      if (bits <= 32) {
+        writer.put(code, bits);
+      } else {
+        writer.put(code & 0xffffffffu, 32);
+        writer.put(code >> 32, bits - 32);
+      }
+    } else {
+      writer.ones(quotient);
+      writer.put(static_cast<std::uint64_t>(gap & low_mask) << 1, b + 1);
+    }
+    next = index + 1;
+  }
+  writer.finish();
+  out.resize(at + code_bytes);
+}
+
+void decode_rice(std::span<const std::byte> code, unsigned b, std::uint32_t n, std::span<std::uint32_t> out) {
+  BitReader reader(code);
+  std::uint64_t next = 0;
+  const std::uint64_t low_mask = (std::uint64_t{1} << b) - 1;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    reader.refill();
+    // The unary part: count 1 bits up to the terminating 0.
+    std::uint64_t quotient = 0;
+    for (;;) {
+      const auto run = static_cast<unsigned>(std::countr_one(reader.buffer()));
+      if (run < reader.available()) {
+        quotient += run;
+        reader.consume(run + 1);
+        break;
+      }
+      if (reader.exhausted()) bad("the code runs past the end of the message");
+      quotient += reader.available();
+      reader.consume(reader.available());
+      if (quotient > n) bad("a gap runs past n");
+      reader.refill();
+    }
+    if (reader.available() < b) {
+      reader.refill();
+      if (reader.available() < b) bad("the code runs past the end of the message");
+    }
+    const std::uint64_t low = reader.buffer() & low_mask;
+    reader.consume(b);
+    const std::uint64_t index = next + ((quotient << b) | low);
+    if (index >= n) {
+      bad("index " + std::to_string(index) + " at " + std::to_string(i) + " is not below n = " + std::to_string(n));
+    }
+    out[i] = static_cast<std::uint32_t>(index);
+    next = index + 1;
+  }
+  // Only zero padding up to the end of the last byte may follow.
+  reader.refill();
+  if (reader.left() >= 8) bad(std::to_string(reader.left() / 8) + " bytes after the last index");
+  if (reader.left() > 0 && (reader.buffer() & ((std::uint64_t{1} << reader.left()) - 1)) != 0) {
+    bad("the padding after the last index is not zero");
+  }
+}
+
+}  // namespace
+
+unsigned rice_parameter(std::size_t count, std::uint32_t n) {
+  if (count == 0) return 0;
+  const double mean_gap = static_cast<double>(n) / static_cast<double>(count);
+  const double b = std::round(std::log2(std::max(1.0, std::log(2.0) * mean_gap)));
+  return static_cast<unsigned>(std::clamp(b, 0.0, static_cast<double>(kMaxRice)));
+}
+
+std::size_t Sizes::best_bytes() const {
+  return best == Coding::raw ? raw : best == Coding::rice ? rice : bitmap;
+}
+
+Sizes encoded_sizes(std::span<const std::uint32_t> indices, std::uint32_t n) {
+  Sizes s;
+  s.raw = kPrefixBytes + 4 * indices.size();
+  s.rice = kPrefixBytes + static_cast<std::size_t>((checked_rice_bits(indices, n, rice_parameter(indices.size(), n)) + 7) / 8);
+  s.bitmap = kPrefixBytes + (static_cast<std::size_t>(n) + 7) / 8;
+  s.best = Coding::raw;
+  if (s.rice < s.raw) s.best = Coding::rice;
+  if (s.bitmap < s.best_bytes()) s.best = Coding::bitmap;
+  return s;
+}
+
+namespace {
+
+// Encodes indices already checked; `bytes` is the whole encoding's size (from Sizes).
+std::size_t encode_checked(Coding coding, std::span<const std::uint32_t> indices, std::uint32_t n, std::size_t bytes,
+                           std::vector<std::byte>& out) {
+  const std::size_t start = out.size();
+  const unsigned b = coding == Coding::rice ? rice_parameter(indices.size(), n) : 0;
+  out.push_back(static_cast<std::byte>(coding));
+  out.push_back(static_cast<std::byte>(b));
+  switch (coding) {
+    case Coding::raw: {
+      const std::size_t at = out.size();
+      out.resize(at + 4 * indices.size());
+      std::memcpy(out.data() + at, indices.data(), 4 * indices.size());
+      break;
+    }
+    case Coding::rice:
+      encode_rice(indices, b, bytes - kPrefixBytes, out);
+      break;
+    case Coding::bitmap: {
+      const std::size_t at = out.size();
+      out.resize(at + (static_cast<std::size_t>(n) + 7) / 8, std::byte{0});
+      for (const std::uint32_t index : indices) out[at + index / 8] |= static_cast<std::byte>(1u << (index % 8));
+      break;
+    }
+    default:
+      throw InvalidArgument("unknown index coding " + std::to_string(static_cast<int>(coding)));
+  }
+  return out.size() - start;
+}
+
+}  // namespace
+
+std::size_t encode_as(Coding coding, std::span<const std::uint32_t> indices, std::uint32_t n,
+                      std::vector<std::byte>& out) {
+  const Sizes sizes = encoded_sizes(indices, n);  // checks the indices
+  const std::size_t bytes = coding == Coding::raw ? sizes.raw : coding == Coding::rice ? sizes.rice : sizes.bitmap;
+  return encode_checked(coding, indices, n, bytes, out);
+}
+
+std::size_t encode(std::span<const std::uint32_t> indices, std::uint32_t n, std::vector<std::byte>& out) {
+  const Sizes sizes = encoded_sizes(indices, n);
+  return encode_checked(sizes.best, indices, n, sizes.best_bytes(), out);
+}
+
+void decode(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::uint32_t> out) {
+  if (bytes.size() < kPrefixBytes) bad("shorter than its 2-byte prefix");
+  const auto coding = static_cast<std::uint8_t>(bytes[0]);
+  const auto b = static_cast<unsigned>(bytes[1]);
+  const std::span<const std::byte> body = bytes.subspan(kPrefixBytes);
+  switch (static_cast<Coding>(coding)) {
+    case Coding::raw: {
+      if (b != 0) bad("raw coding with a Rice parameter");
+      if (body.size() != 4 * out.size()) {
+        bad(std::to_string(body.size()) + " bytes for " + std::to_string(out.size()) + " raw indices");
+      }
+      std::memcpy(out.data(), body.data(), body.size());
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (out[i] >= n) bad("index " + std::to_string(out[i]) + " at " + std::to_string(i) + " is not below n = " + std::to_string(n));
+        if (i > 0 && out[i] <= out[i - 1]) bad("indices not strictly ascending at " + std::to_string(i));
+      }
+      return;
+    }
+    case Coding::rice:
+      if (b > kMaxRice) bad("Rice parameter " + std::to_string(b) + " above " + std::to_string(kMaxRice));
+      decode_rice(body, b, n, out);
+      return;
+    case Coding::bitmap: {
+      if (b != 0) bad("bitmap coding with a Rice parameter");
+      if (body.size() != (static_cast<std::size_t>(n) + 7) / 8) {
+        bad("a bitmap of " + std::to_string(body.size()) + " bytes for n = " + std::to_string(n));
+      }
+      std::size_t found = 0;
+      for (std::size_t byte = 0; byte < body.size(); ++byte) {
+        auto bits = static_cast<unsigned>(body[byte]);
+        while (bits) {
+          const auto index = static_cast<std::uint64_t>(8 * byte + static_cast<unsigned>(std::countr_zero(bits)));
+          if (index >= n) bad("a bitmap bit at " + std::to_string(index) + ", not below n = " + std::to_string(n));
+          if (found == out.size()) bad("a bitmap of more than " + std::to_string(out.size()) + " indices");
+          out[found++] = static_cast<std::uint32_t>(index);
+          bits &= bits - 1;
+        }
+      }
+      if (found != out.size()) bad("a bitmap of " + std::to_string(found) + " indices, " + std::to_string(out.size()) + " expected");
+      return;
+    }
+  }
+  bad("unknown coding " + std::to_string(coding));
+}
+
+}  // namespace sparsgd::index_codec
