@@ -1,4 +1,7 @@
 // Google Benchmark micro-benchmarks of the sparse aggregation's compute: the gTop-k merge alone,
+// the compressed index codec's encoding and decoding of a set of the same size (issue 17 asks
+// that both together cost at most 10% of the merge: compare BM_TopkMerge/25000/0 with
+// BM_IndexEncode/25000 + BM_IndexDecode/25000 of the same run),
 // and whole aggregate() calls over the in-process transport, timed as the busiest worker's thread
 // CPU time (what the network model charges as compute between messages). Wire time is not here:
 // `sparsgd bench comm --network ...` adds it.
@@ -12,6 +15,7 @@
 
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/core/index_codec.hpp"
 #include "sparsgd/core/random.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/select/topk.hpp"
@@ -77,6 +81,45 @@ void BM_TopkMerge(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 2 * k));
 }
 
+// k distinct uniform indices of n = 1000 k (density 0.001), ascending.
+std::vector<std::uint32_t> uniform_set(std::size_t k) {
+  const std::size_t n = 1000 * k;
+  sparsgd::Rng rng(11);
+  std::vector<std::uint32_t> set;
+  while (set.size() < k) {
+    for (std::size_t i = set.size(); i < k; ++i) set.push_back(static_cast<std::uint32_t>(rng.below(n)));
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+  }
+  return set;
+}
+
+void BM_IndexEncode(benchmark::State& state) {
+  const auto k = static_cast<std::size_t>(state.range(0));
+  const auto set = uniform_set(k);
+  std::vector<std::byte> out;
+  for (auto _ : state) {
+    out.clear();
+    sparsgd::index_codec::encode(set, static_cast<std::uint32_t>(1000 * k), out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["bits_per_index"] = 8.0 * static_cast<double>(out.size()) / static_cast<double>(k);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * k));
+}
+
+void BM_IndexDecode(benchmark::State& state) {
+  const auto k = static_cast<std::size_t>(state.range(0));
+  const auto set = uniform_set(k);
+  std::vector<std::byte> bytes;
+  sparsgd::index_codec::encode(set, static_cast<std::uint32_t>(1000 * k), bytes);
+  std::vector<std::uint32_t> out(k);
+  for (auto _ : state) {
+    sparsgd::index_codec::decode(bytes, static_cast<std::uint32_t>(1000 * k), out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * k));
+}
+
 // One aggregate() per worker and benchmark iteration; the iteration's time is the largest thread
 // CPU time any worker spent inside aggregate(), waits excluded.
 void BM_Aggregate(benchmark::State& state, const char* aggregator) {
@@ -106,6 +149,8 @@ void BM_Aggregate(benchmark::State& state, const char* aggregator) {
 }  // namespace
 
 BENCHMARK(BM_TopkMerge)->Args({25000, 0})->Args({25000, 10})->Args({25000, 90})->Args({1000, 0});
+BENCHMARK(BM_IndexEncode)->Arg(25000)->Arg(1000);
+BENCHMARK(BM_IndexDecode)->Arg(25000)->Arg(1000);
 BENCHMARK_CAPTURE(BM_Aggregate, gtopk_rd, "gtopk-rd")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
 BENCHMARK_CAPTURE(BM_Aggregate, gtopk, "gtopk")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
 BENCHMARK_CAPTURE(BM_Aggregate, allgather, "allgather")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
