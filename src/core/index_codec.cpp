@@ -82,8 +82,8 @@ class BitReader {
   }
   std::uint64_t buffer() const { return buffer_; }
   unsigned available() const { return available_; }
-  void consume(unsigned bits) {  // bits <= available()
-    buffer_ = bits >= 64 ? 0 : buffer_ >> bits;
+  void consume(unsigned bits) {  // bits <= available() <= 63
+    buffer_ >>= bits;
     available_ -= bits;
   }
   bool exhausted() const { return p_ == end_; }
@@ -132,29 +132,37 @@ void decode_rice(std::span<const std::byte> code, unsigned b, std::uint32_t n, s
   const std::uint64_t low_mask = (std::uint64_t{1} << b) - 1;
   for (std::size_t i = 0; i < out.size(); ++i) {
     reader.refill();
-    // The unary part: count 1 bits up to the terminating 0.
-    std::uint64_t quotient = 0;
-    for (;;) {
-      const auto run = static_cast<unsigned>(std::countr_one(reader.buffer()));
-      if (run < reader.available()) {
-        quotient += run;
-        reader.consume(run + 1);
-        break;
+    std::uint64_t quotient, low;
+    const auto run = static_cast<unsigned>(std::countr_one(reader.buffer()));
+    if (run + 1 + b <= reader.available()) [[likely]] {
+      // The whole code (unary part, its terminating 0, the low bits) is in the buffer.
+      quotient = run;
+      low = (reader.buffer() >> (run + 1)) & low_mask;
+      reader.consume(run + 1 + b);
+    } else {
+      quotient = 0;
+      for (;;) {  // the unary part, across refills
+        const auto ones = static_cast<unsigned>(std::countr_one(reader.buffer()));
+        if (ones < reader.available()) {
+          quotient += ones;
+          reader.consume(ones + 1);
+          break;
+        }
+        if (reader.exhausted()) bad("the code runs past the end of the message");
+        quotient += reader.available();
+        reader.consume(reader.available());
+        if (quotient > n) bad("a gap runs past n");
+        reader.refill();
       }
-      if (reader.exhausted()) bad("the code runs past the end of the message");
-      quotient += reader.available();
-      reader.consume(reader.available());
-      if (quotient > n) bad("a gap runs past n");
-      reader.refill();
+      if (reader.available() < b) {
+        reader.refill();
+        if (reader.available() < b) bad("the code runs past the end of the message");
+      }
+      low = reader.buffer() & low_mask;
+      reader.consume(b);
     }
-    if (reader.available() < b) {
-      reader.refill();
-      if (reader.available() < b) bad("the code runs past the end of the message");
-    }
-    const std::uint64_t low = reader.buffer() & low_mask;
-    reader.consume(b);
     const std::uint64_t index = next + ((quotient << b) | low);
-    if (index >= n) {
+    if (index >= n) [[unlikely]] {
       bad("index " + std::to_string(index) + " at " + std::to_string(i) + " is not below n = " + std::to_string(n));
     }
     out[i] = static_cast<std::uint32_t>(index);
