@@ -680,10 +680,10 @@ def main():
         done = sorted(p.name for p in RECORDS.iterdir()) if RECORDS.exists() else []
         print(f"{len(done)} runs recorded")
         return
+    drop_stale_records()  # a report must not show them either
     if not args.report_only:
         if not CLI.exists():
             raise SystemExit(f"{CLI} is missing: run scripts/setup.sh first")
-        drop_stale_records()
         budget = {"deadline": time.monotonic() + 60 * args.budget_minutes, "epoch_seconds": 45.0}
         finished = run_gap(budget) and all(run_cell(stage, budget) for stage in STAGES)
         print("the study is complete" if finished else "budget spent: run the command again to continue",
