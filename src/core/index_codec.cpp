@@ -213,7 +213,7 @@ std::size_t encode_checked(Coding coding, std::span<const std::uint32_t> indices
     case Coding::raw: {
       const std::size_t at = out.size();
       out.resize(at + 4 * indices.size());
-      std::memcpy(out.data() + at, indices.data(), 4 * indices.size());
+      if (!indices.empty()) std::memcpy(out.data() + at, indices.data(), 4 * indices.size());  // data() may be null
       break;
     }
     case Coding::rice:
@@ -256,7 +256,7 @@ void decode(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::ui
       if (body.size() != 4 * out.size()) {
         bad(std::to_string(body.size()) + " bytes for " + std::to_string(out.size()) + " raw indices");
       }
-      std::memcpy(out.data(), body.data(), body.size());
+      if (!body.empty()) std::memcpy(out.data(), body.data(), body.size());
       for (std::size_t i = 0; i < out.size(); ++i) {
         if (out[i] >= n) bad("index " + std::to_string(out[i]) + " at " + std::to_string(i) + " is not below n = " + std::to_string(n));
         if (i > 0 && out[i] <= out[i - 1]) bad("indices not strictly ascending at " + std::to_string(i));
