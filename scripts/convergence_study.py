@@ -620,27 +620,22 @@ def report():
                  "training examples) with only the arm's flags changed; seeds 1-3.\n")
     lines.append("| arm | flags | test accuracy % per seed | mean | min-max | vs dense |")
     lines.append("|---|---|---|---|---|---|")
-    gap = {}
-    for arm, flags in GAP_ARMS.items():
-        values, failed = [], 0
+    gap, per_seed = {}, {}
+    for arm in GAP_ARMS:
+        values, per_seed[arm] = [], []
         for seed in SEEDS:
             status, summary, _ = load_record(f"{GAP_CELL}-{arm}-s{seed}")
             if status == "ok":
                 values.append(summary["final_test_accuracy"])
-            elif status == "failed":
-                failed += 1
+            per_seed[arm].append(pct(summary["final_test_accuracy"]) if status == "ok" else
+                                 "failed" if status == "failed" else "-")
         gap[arm] = spread(values)
     for arm, flags in GAP_ARMS.items():
         s = gap[arm]
         if s is None:
             continue
-        per_seed = []
-        for seed in SEEDS:
-            status, summary, _ = load_record(f"{GAP_CELL}-{arm}-s{seed}")
-            per_seed.append(pct(summary["final_test_accuracy"]) if status == "ok" else
-                            "failed" if status == "failed" else "-")
         versus = "-" if arm == "dense" or gap.get("dense") is None else f"{100 * (s['mean'] - gap['dense']['mean']):+.2f}"
-        lines.append(f"| {arm} | `{' '.join(flags) or '(none)'}` | {', '.join(per_seed)} | {pct(s['mean'])} | "
+        lines.append(f"| {arm} | `{' '.join(flags) or '(none)'}` | {', '.join(per_seed[arm])} | {pct(s['mean'])} | "
                      f"{pct(s['min'])}-{pct(s['max'])} | {versus} |")
     lines.append("\n## Methods, rates tuned on the validation split\n")
     results = {}
