@@ -47,6 +47,7 @@ struct CommOptions {
   std::string model_network = "none";  // closed form only: real networks, or SMPI's simulated one
   double r_factor = 4.0;
   bool error_feedback = true;
+  std::string index_coding = "raw";
   int iters = 5;
   std::uint64_t seed = 1;
   int timeout_ms = 60'000;
@@ -151,6 +152,7 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   config.aggregator = o.aggregator;
   config.density = o.density;
   config.error_feedback = o.error_feedback;
+  config.index_coding = wire::parse_index_coding(o.index_coding);
   config.barrier_before_aggregation = true;  // so that the aggregation is timed alone
   return config;
 }
@@ -398,7 +400,10 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
     sim_ms = median_of_max(r.sim_ms);
     sim_comm_ms = median_aggregation_ms(r);
   }
-  if (model.enabled()) model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, model).seconds;
+  if (model.enabled()) {
+    model_ms = 1e3 * sim::aggregation_cost(o.aggregator, workers, o.n, k, model, wire::parse_index_coding(o.index_coding))
+                         .seconds;
+  }
   if (r.global_clock) clock_ms = median_clock_ms(r);
   if (o.json) {
     nlohmann::json doc = {{"transport", o.transport},
@@ -409,6 +414,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"compressor", o.compressor},
                           {"error_feedback", o.error_feedback},
                           {"aggregator", o.aggregator},
+                          {"index_coding", o.index_coding},
                           {"network", network.name},
                           {"model_network", model.name},
                           {"iters", o.iters},
@@ -428,8 +434,8 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"memory", memory_json(r.memory)}};
     std::printf("%s\n", doc.dump().c_str());
   } else {
-    fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} network={} iters={}\n", o.transport,
-               workers, o.n, k, o.compressor, o.aggregator, network.name, o.iters);
+    fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} indices={} network={} iters={}\n",
+               o.transport, workers, o.n, k, o.compressor, o.aggregator, o.index_coding, network.name, o.iters);
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
     fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
                median(agg_ms), median_of_max(r.agg_cpu_ms), median_of_max(r.compress_ms));
@@ -707,6 +713,7 @@ collectives::ConfigFields comm_config_fields(const CommOptions& o) {
           {"--model-network", o.model_network},
           {"--r-factor", field_value(o.r_factor)},
           {"--error-feedback", o.error_feedback ? "on" : "off"},
+          {"--index-coding", o.index_coding},
           {"--iters", std::to_string(o.iters)},
           {"--seed", std::to_string(o.seed)},
           {"--timeout-ms", std::to_string(o.timeout_ms)},
@@ -757,6 +764,10 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--r-factor", opt->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
   add_on_off_option(cmd, "--error-feedback", opt->error_feedback,
                     "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
+  cmd->add_option("--index-coding", opt->index_coding,
+                  "raw (32 bits an index) or compressed (Golomb-Rice gaps, or a bitmap, whichever is smaller: "
+                  "about 12 bits an index at density 0.001); allgather, gtopk and gtopk-rd")
+      ->capture_default_str();
   cmd->add_option("--iters", opt->iters, "iterations")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "seed of the synthetic gradients and random compressors")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--timeout-ms", opt->timeout_ms, "longest wait for a peer before failing")->capture_default_str();

@@ -14,11 +14,16 @@ const std::vector<std::string>& aggregator_names() {
   return names;
 }
 
-std::unique_ptr<Aggregator> make_aggregator(const std::string& name) {
+std::unique_ptr<Aggregator> make_aggregator(const std::string& name, const AggregatorOptions& options) {
+  if (name == "allgather") return make_allgather(options);
+  if (name == "gtopk") return make_gtopk_tree(options);
+  if (name == "gtopk-rd") return make_gtopk_rd(options);
+  const bool known = name == "dense" || name == "randk-shared";
+  if (known && options.index_coding != wire::IndexCoding::raw) {
+    throw InvalidArgument("the " + name + " aggregator sends no indices, so they cannot be compressed: use "
+                          "allgather, gtopk or gtopk-rd, or raw indices");
+  }
   if (name == "dense") return make_dense_ring();
-  if (name == "allgather") return make_allgather();
-  if (name == "gtopk") return make_gtopk_tree();
-  if (name == "gtopk-rd") return make_gtopk_rd();
   if (name == "randk-shared") return make_randk_shared();
   throw InvalidArgument("unknown aggregator '" + name +
                         "' (expected dense, allgather, gtopk, gtopk-rd or randk-shared)");

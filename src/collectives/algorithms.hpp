@@ -20,20 +20,21 @@ enum AlgorithmId : std::uint32_t {
 };
 
 std::unique_ptr<Aggregator> make_dense_ring();
-std::unique_ptr<Aggregator> make_allgather();
-std::unique_ptr<Aggregator> make_gtopk_tree();
-std::unique_ptr<Aggregator> make_gtopk_rd();
+std::unique_ptr<Aggregator> make_allgather(const AggregatorOptions& options);
+std::unique_ptr<Aggregator> make_gtopk_tree(const AggregatorOptions& options);
+std::unique_ptr<Aggregator> make_gtopk_rd(const AggregatorOptions& options);
 std::unique_ptr<Aggregator> make_randk_shared();
 
 // Checks the local selection against (n, k) before anything is sent.
 void check_local_selection(const SparseVector& local, std::size_t k, std::size_t max_count, const char* who);
 
 inline wire::Expectation expectation(const Aggregator& a, const SparseVector& local, std::size_t k,
-                                     std::size_t capacity, int from_rank) {
+                                     std::size_t capacity, int from_rank,
+                                     wire::IndexCoding coding = wire::IndexCoding::raw) {
   static thread_local std::string name;
   name = a.name();
   return {a.wire_id(), static_cast<std::uint32_t>(local.dim), static_cast<std::uint32_t>(k), capacity, from_rank,
-          name.c_str()};
+          name.c_str(), coding};
 }
 
 // Sums `values` over all ranks in place with a ring (reduce-scatter, then allgather): 2(P-1)

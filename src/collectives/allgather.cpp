@@ -13,6 +13,7 @@ namespace {
 
 class AllgatherBruck final : public Aggregator {
  public:
+  explicit AllgatherBruck(const AggregatorOptions& options) : coding_(options.index_coding) {}
   std::string name() const override { return "allgather"; }
   std::uint32_t wire_id() const override { return kAllgatherBruck; }
 
@@ -30,7 +31,7 @@ class AllgatherBruck final : public Aggregator {
     blocks_.resize(blocks_total);
     // blocks_[i] holds the selection of rank (r + i) mod P, as its wire message.
     wire::encode_sparse(wire_id(), static_cast<std::uint32_t>(local.dim), static_cast<std::uint32_t>(k),
-                        local.indices, local.values, {}, blocks_[0]);
+                        local.indices, local.values, {}, blocks_[0], coding_);
     std::size_t held = 1;
     for (int dist = 1; dist < p; dist *= 2) {
       const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(dist), blocks_total - held);
@@ -38,9 +39,9 @@ class AllgatherBruck final : public Aggregator {
       for (std::size_t i = 0; i < count; ++i) outgoing_.insert(outgoing_.end(), blocks_[i].begin(), blocks_[i].end());
       const int to = (r - dist % p + p) % p;
       const int from = (r + dist) % p;
-      t.sendrecv(to, 300, outgoing_, from, 300, incoming_, count * wire::sparse_message_bytes(capacity));
+      t.sendrecv(to, 300, outgoing_, from, 300, incoming_, count * wire::max_sparse_message_bytes(capacity, 0, coding_));
       // Split the concatenation back into blocks, validating each header before trusting it.
-      const wire::Expectation expect = expectation(*this, local, k, capacity, from);
+      const wire::Expectation expect = expectation(*this, local, k, capacity, from, coding_);
       std::span<const std::byte> rest(incoming_);
       for (std::size_t i = 0; i < count; ++i) {
         const std::size_t length = wire::sparse_message_length(rest, expect);
@@ -58,7 +59,7 @@ class AllgatherBruck final : public Aggregator {
     decoded_.resize(static_cast<std::size_t>(p));
     for (int source = 0; source < p; ++source) {
       const auto slot = static_cast<std::size_t>((source - r + p) % p);
-      wire::decode_sparse(blocks_[slot], expectation(*this, local, k, capacity, source),
+      wire::decode_sparse(blocks_[slot], expectation(*this, local, k, capacity, source, coding_),
                           decoded_[static_cast<std::size_t>(source)], mask_, 0);
     }
     out.dense = false;
@@ -98,6 +99,7 @@ class AllgatherBruck final : public Aggregator {
     out.consumed.assign(local.size(), 1);
   }
 
+  wire::IndexCoding coding_;
   std::vector<std::vector<std::byte>> blocks_;
   std::vector<std::byte> outgoing_, incoming_;
   std::vector<SparseVector> decoded_;
@@ -109,6 +111,8 @@ class AllgatherBruck final : public Aggregator {
 
 }  // namespace
 
-std::unique_ptr<Aggregator> make_allgather() { return std::make_unique<AllgatherBruck>(); }
+std::unique_ptr<Aggregator> make_allgather(const AggregatorOptions& options) {
+  return std::make_unique<AllgatherBruck>(options);
+}
 
 }  // namespace sparsgd::collectives

@@ -10,7 +10,7 @@ namespace sparsgd::collectives {
 
 void validate(const ExchangeConfig& config) {
   const auto compressor = compress::make_compressor(config.compressor);
-  make_aggregator(config.aggregator);
+  make_aggregator(config.aggregator, {config.index_coding});
   validate_density(config.density);
   const bool randk_family = config.compressor.name == "randk" || config.compressor.name == "randk-unbiased";
   SPARSGD_ENFORCE(config.aggregator != "randk-shared" || randk_family,
@@ -33,7 +33,7 @@ std::unique_ptr<compress::Compressor> make_validated_compressor(const ExchangeCo
 GradientExchange::GradientExchange(transport::Transport& transport, std::size_t n, const ExchangeConfig& config)
     : transport_(transport),
       compressor_(make_validated_compressor(config)),
-      aggregator_(make_aggregator(config.aggregator)),
+      aggregator_(make_aggregator(config.aggregator, {config.index_coding})),
       feedback_(n, config.error_feedback),
       k_(k_from_density(n, config.density)),
       barrier_before_aggregation_(config.barrier_before_aggregation) {}

@@ -24,6 +24,7 @@ constexpr int kRoundTag = 510;
 
 class GtopkRecursiveDoubling final : public Aggregator {
  public:
+  explicit GtopkRecursiveDoubling(const AggregatorOptions& options) : coding_(options.index_coding) {}
   std::string name() const override { return "gtopk-rd"; }
   std::uint32_t wire_id() const override { return kGtopkRecursiveDoubling; }
 
@@ -42,10 +43,10 @@ class GtopkRecursiveDoubling final : public Aggregator {
 
     if (r >= p2) {
       const int partner = r - p2;
-      wire::encode_sparse(wire_id(), n32, k32, local.indices, local.values, {}, message_);
+      wire::encode_sparse(wire_id(), n32, k32, local.indices, local.values, {}, message_, coding_);
       t.send(partner, kFoldTag, message_);
-      t.recv(partner, kUnfoldTag, message_, wire::sparse_message_bytes(capacity, capacity));
-      wire::decode_sparse(message_, expectation(*this, local, k, capacity, partner), out.sum, out.consumed,
+      t.recv(partner, kUnfoldTag, message_, wire::max_sparse_message_bytes(capacity, capacity, coding_));
+      wire::decode_sparse(message_, expectation(*this, local, k, capacity, partner, coding_), out.sum, out.consumed,
                           local.size());
       return;
     }
@@ -65,6 +66,8 @@ class GtopkRecursiveDoubling final : public Aggregator {
     float* current_writable = nullptr;  // current's values, once they are this rank's own buffer
     const std::vector<std::byte>* encoded = nullptr;
     int spare = 0;  // which of outgoing_ the next merge writes into
+    const bool coded = coding_ == wire::IndexCoding::compressed;
+    int merged_spare = 0;  // with compressed indices, which of merged_ the next merge writes into
     std::size_t merges_left = static_cast<std::size_t>(has_folded) + static_cast<std::size_t>(std::countr_zero(
                                                                          static_cast<unsigned>(p2)));
     // Where the entries went in a merge is worked out later, while the next message is in flight:
@@ -94,6 +97,13 @@ class GtopkRecursiveDoubling final : public Aggregator {
               out.sum.dim = local.dim;
               out.sum.resize(size);
               written = {out.sum.indices.data(), out.sum.values.data()};
+            } else if (coded) {
+              // Compressed indices cannot be written in place: the set goes to scratch, then is
+              // encoded. Not the scratch the current set may lie in.
+              SparseVector& scratch = merged_[merged_spare];
+              scratch.dim = local.dim;
+              scratch.resize(size);
+              written = {scratch.indices.data(), scratch.values.data()};
             } else {
               // Into the received message's buffer: the merge has read it just now (compaction
               // copies what it keeps), so it is in cache where the spare one is not.
@@ -108,7 +118,12 @@ class GtopkRecursiveDoubling final : public Aggregator {
       settled = false;
       tracked_incoming = track_incoming;
       if (!last) {
-        target.swap(reply_);
+        if (coded) {
+          wire::encode_sparse(wire_id(), n32, k32, {written.indices, m}, {written.values, m}, {}, target, coding_);
+          merged_spare ^= 1;
+        } else {
+          target.swap(reply_);
+        }
         current = {local.dim, {written.indices, m}, {written.values, m}};
         current_writable = written.values;  // sent before the next merge reads it, so free to change
         encoded = &target;
@@ -116,8 +131,10 @@ class GtopkRecursiveDoubling final : public Aggregator {
       }
     };
     if (has_folded) {
-      t.recv(r + p2, kFoldTag, reply_, wire::sparse_message_bytes(capacity));
-      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, r + p2)), true);
+      t.recv(r + p2, kFoldTag, reply_, wire::max_sparse_message_bytes(capacity, 0, coding_));
+      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, r + p2, coding_),
+                                        incoming_indices_),
+               true);
     }
     int round = 0;
     for (int dist = 1; dist < p2; dist <<= 1, ++round) {
@@ -127,16 +144,19 @@ class GtopkRecursiveDoubling final : public Aggregator {
         // rank's own buffer, so the first merge patches shared indices there instead of in copies.
         const std::size_t size = current.size();
         const wire::SparseSlots slots =
-            wire::encode_sparse(wire_id(), n32, k32, current.indices, current.values, {}, outgoing_[spare]);
-        current = {local.dim, {slots.indices, size}, {slots.values, size}};
+            wire::encode_sparse(wire_id(), n32, k32, current.indices, current.values, {}, outgoing_[spare], coding_);
+        // Compressed, the indices stay where they were (the caller's, or scratch), unchanged.
+        current = {local.dim, {coded ? current.indices.data() : slots.indices, size}, {slots.values, size}};
         current_writable = slots.values;
         encoded = &outgoing_[spare];
         spare ^= 1;
       }
       t.sendrecv(partner, kRoundTag + round, *encoded, partner, kRoundTag + round, reply_,
-                 wire::sparse_message_bytes(capacity), settle);
+                 wire::max_sparse_message_bytes(capacity, 0, coding_), settle);
       settle();  // a no-op once the work in flight has run; correctness does not rest on it running
-      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, partner)), false);
+      merge_in(wire::decode_sparse_view(reply_, expectation(*this, local, k, capacity, partner, coding_),
+                                        incoming_indices_),
+               false);
     }
     // Of the last merge, only which entries made the cut matters, not where they went (unless it
     // brought in the folded rank's entries, whose positions it sets).
@@ -159,14 +179,19 @@ class GtopkRecursiveDoubling final : public Aggregator {
     if (has_folded) {
       folded_mask_.resize(folded_.position.size());
       mark_consumed(folded_, folded_mask_.data());
-      wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, folded_mask_, outgoing_[0]);
+      wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, folded_mask_, outgoing_[0], coding_);
       t.send(r + p2, kUnfoldTag, outgoing_[0]);
     }
   }
 
  private:
+  wire::IndexCoding coding_;
   TopkMerger merger_;
   TrackedEntries own_, folded_;
+  // With compressed indices: the received set's decoded indices, and the merged sets (alternating,
+  // so that a merge never writes where its own input lies).
+  std::vector<std::uint32_t> incoming_indices_;
+  SparseVector merged_[2];
   std::vector<std::int32_t> own_moves_, incoming_moves_;
   std::vector<std::uint8_t> folded_mask_, survived_;
   std::vector<std::byte> message_, reply_;
@@ -175,6 +200,8 @@ class GtopkRecursiveDoubling final : public Aggregator {
 
 }  // namespace
 
-std::unique_ptr<Aggregator> make_gtopk_rd() { return std::make_unique<GtopkRecursiveDoubling>(); }
+std::unique_ptr<Aggregator> make_gtopk_rd(const AggregatorOptions& options) {
+  return std::make_unique<GtopkRecursiveDoubling>(options);
+}
 
 }  // namespace sparsgd::collectives

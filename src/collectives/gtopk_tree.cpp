@@ -22,6 +22,7 @@ constexpr int kBroadcastTag = 401;
 
 class GtopkTree final : public Aggregator {
  public:
+  explicit GtopkTree(const AggregatorOptions& options) : coding_(options.index_coding) {}
   std::string name() const override { return "gtopk"; }
   std::uint32_t wire_id() const override { return kGtopkTree; }
 
@@ -40,14 +41,15 @@ class GtopkTree final : public Aggregator {
     for (int mask = 1; mask < p; mask <<= 1) {
       if (r & mask) {
         parent = r - mask;
-        wire::encode_sparse(wire_id(), n32, k32, current_.indices, current_.values, {}, message_);
+        wire::encode_sparse(wire_id(), n32, k32, current_.indices, current_.values, {}, message_, coding_);
         t.send(parent, kReduceTag, message_);
         break;
       }
       const int child = r + mask;
       if (child >= p) continue;
-      t.recv(child, kReduceTag, message_, wire::sparse_message_bytes(capacity));
-      const SparseView incoming = wire::decode_sparse_view(message_, expectation(*this, local, k, capacity, child));
+      t.recv(child, kReduceTag, message_, wire::max_sparse_message_bytes(capacity, 0, coding_));
+      const SparseView incoming =
+          wire::decode_sparse_view(message_, expectation(*this, local, k, capacity, child, coding_), index_scratch_);
       // Both inputs are this rank's own buffers (current_, and message_ until the next receive).
       merger_.merge(view_of(current_), incoming, k, merged_, own_moves_, &incoming_moves_,
                     {current_.values.data(), const_cast<float*>(incoming.values.data())});
@@ -63,8 +65,8 @@ class GtopkTree final : public Aggregator {
       out.sum = current_;
       survived_.assign(current_.size(), 1);
     } else {
-      t.recv(parent, kBroadcastTag, message_, wire::sparse_message_bytes(capacity, capacity));
-      wire::decode_sparse(message_, expectation(*this, local, k, capacity, parent), out.sum, survived_,
+      t.recv(parent, kBroadcastTag, message_, wire::max_sparse_message_bytes(capacity, capacity, coding_));
+      wire::decode_sparse(message_, expectation(*this, local, k, capacity, parent, coding_), out.sum, survived_,
                           current_.size());
     }
     out.dense = false;
@@ -75,7 +77,7 @@ class GtopkTree final : public Aggregator {
     for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
       child_mask_.resize(it->entries.position.size());
       for (std::size_t b = 0; b < child_mask_.size(); ++b) child_mask_[b] = survived(it->entries.position[b]);
-      wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, child_mask_, message_);
+      wire::encode_sparse(wire_id(), n32, k32, out.sum.indices, out.sum.values, child_mask_, message_, coding_);
       t.send(it->rank, kBroadcastTag, message_);
     }
   }
@@ -89,6 +91,8 @@ class GtopkTree final : public Aggregator {
     int rank;
     TrackedEntries entries;
   };
+  wire::IndexCoding coding_;
+  std::vector<std::uint32_t> index_scratch_;
   TopkMerger merger_;
   SparseVector current_, merged_;
   TrackedEntries own_;
@@ -100,6 +104,8 @@ class GtopkTree final : public Aggregator {
 
 }  // namespace
 
-std::unique_ptr<Aggregator> make_gtopk_tree() { return std::make_unique<GtopkTree>(); }
+std::unique_ptr<Aggregator> make_gtopk_tree(const AggregatorOptions& options) {
+  return std::make_unique<GtopkTree>(options);
+}
 
 }  // namespace sparsgd::collectives

@@ -97,33 +97,64 @@ class BitReader {
   unsigned available_ = 0;
 };
 
-void encode_rice(std::span<const std::uint32_t> indices, unsigned b, std::size_t code_bytes, std::vector<std::byte>& out) {
-  const std::size_t at = out.size();
-  out.resize(at + code_bytes + 8);
-  BitWriter writer(out.data() + at);
-  std::uint32_t next = 0;
+// Room for the Rice code of `count` indices below n with parameter b, whatever their gaps (the
+// quotients sum to at most n >> b, since the gaps sum to less than n), and the writer's slack.
+std::size_t rice_room(std::size_t count, std::uint32_t n, unsigned b) {
+  const std::uint64_t bits = static_cast<std::uint64_t>(count) * (b + 1) + (std::uint64_t{n} >> b);
+  return static_cast<std::size_t>((bits + 7) / 8) + 8;
+}
+
+// Writes the Rice code of the gaps at dst (rice_room bytes) and returns its length in bits;
+// checks on the way that the indices are strictly ascending and below n (InvalidArgument), so
+// that encoding is one pass.
+std::uint64_t write_rice(std::span<const std::uint32_t> indices, std::uint32_t n, unsigned b, std::byte* dst) {
+  BitWriter writer(dst);
+  std::uint64_t next = 0;  // the smallest index the next one may be
+  std::uint64_t bits = static_cast<std::uint64_t>(indices.size()) * (b + 1);
   const std::uint32_t low_mask = (std::uint32_t{1} << b) - 1;
-  for (const std::uint32_t index : indices) {
-    const std::uint32_t gap = index - next;
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const std::uint32_t index = indices[i];
+    if (index < next || index >= n) [[unlikely]] {
+      SPARSGD_ENFORCE(index < n, "index " << index << " at " << i << " is not below n = " << n);
+      throw InvalidArgument("indices must be strictly ascending (at " + std::to_string(i) + ")");
+    }
+    const auto gap = static_cast<std::uint32_t>(index - next);
     const std::uint32_t quotient = gap >> b;
+    bits += quotient;
     if (quotient < 32) {
       // The unary part, its terminating 0 and the low bits in one put when they fit.
-      const unsigned bits = quotient + 1 + b;
+      const unsigned length = quotient + 1 + b;
       const std::uint64_t code = ((std::uint64_t{1} << quotient) - 1) | (static_cast<std::uint64_t>(gap & low_mask) << (quotient + 1));
-      if (bits <= 32) {
-        writer.put(code, bits);
+      if (length <= 32) {
+        writer.put(code, length);
       } else {
         writer.put(code & 0xffffffffu, 32);
-        writer.put(code >> 32, bits - 32);
+        writer.put(code >> 32, length - 32);
       }
     } else {
       writer.ones(quotient);
       writer.put(static_cast<std::uint64_t>(gap & low_mask) << 1, b + 1);
     }
-    next = index + 1;
+    next = static_cast<std::uint64_t>(index) + 1;
   }
   writer.finish();
-  out.resize(at + code_bytes);
+  return bits;
+}
+
+// Appends the Rice code of indices already known to be valid; returns its bytes.
+std::size_t append_rice(std::span<const std::uint32_t> indices, std::uint32_t n, unsigned b, std::vector<std::byte>& out) {
+  const std::size_t at = out.size();
+  out.resize(at + rice_room(indices.size(), n, b));
+  const auto bytes = static_cast<std::size_t>((write_rice(indices, n, b, out.data() + at) + 7) / 8);
+  out.resize(at + bytes);
+  return bytes;
+}
+
+// The encoder's choice: the smallest; raw on a tie with rice, rice or raw on a tie with the bitmap.
+Coding smallest(std::size_t raw, std::size_t rice, std::size_t bitmap) {
+  Coding best = rice < raw ? Coding::rice : Coding::raw;
+  if (bitmap < std::min(raw, rice)) best = Coding::bitmap;
+  return best;
 }
 
 void decode_rice(std::span<const std::byte> code, unsigned b, std::uint32_t n, std::span<std::uint32_t> out) {
@@ -185,6 +216,19 @@ unsigned rice_parameter(std::size_t count, std::uint32_t n) {
   return static_cast<unsigned>(std::clamp(b, 0.0, static_cast<double>(kMaxRice)));
 }
 
+double expected_encoded_bytes(std::size_t count, std::uint32_t n) {
+  const auto c = static_cast<double>(count);
+  const double raw = 4.0 * c;
+  const double bitmap = std::ceil(static_cast<double>(n) / 8.0);
+  double rice = raw;
+  if (count > 0 && count <= n) {
+    const unsigned b = rice_parameter(count, n);
+    const double q = std::pow(1.0 - c / static_cast<double>(n), std::ldexp(1.0, static_cast<int>(b)));
+    rice = std::ceil(c * (b + 1.0 + q / (1.0 - q)) / 8.0);
+  }
+  return static_cast<double>(kPrefixBytes) + std::min({raw, rice, bitmap});
+}
+
 std::size_t Sizes::best_bytes() const {
   return best == Coding::raw ? raw : best == Coding::rice ? rice : bitmap;
 }
@@ -194,16 +238,14 @@ Sizes encoded_sizes(std::span<const std::uint32_t> indices, std::uint32_t n) {
   s.raw = kPrefixBytes + 4 * indices.size();
   s.rice = kPrefixBytes + static_cast<std::size_t>((checked_rice_bits(indices, n, rice_parameter(indices.size(), n)) + 7) / 8);
   s.bitmap = kPrefixBytes + (static_cast<std::size_t>(n) + 7) / 8;
-  s.best = Coding::raw;
-  if (s.rice < s.raw) s.best = Coding::rice;
-  if (s.bitmap < s.best_bytes()) s.best = Coding::bitmap;
+  s.best = smallest(s.raw, s.rice, s.bitmap);
   return s;
 }
 
 namespace {
 
-// Encodes indices already checked; `bytes` is the whole encoding's size (from Sizes).
-std::size_t encode_checked(Coding coding, std::span<const std::uint32_t> indices, std::uint32_t n, std::size_t bytes,
+// Encodes indices already checked, in that coding; returns the bytes appended.
+std::size_t encode_checked(Coding coding, std::span<const std::uint32_t> indices, std::uint32_t n,
                            std::vector<std::byte>& out) {
   const std::size_t start = out.size();
   const unsigned b = coding == Coding::rice ? rice_parameter(indices.size(), n) : 0;
@@ -217,7 +259,7 @@ std::size_t encode_checked(Coding coding, std::span<const std::uint32_t> indices
       break;
     }
     case Coding::rice:
-      encode_rice(indices, b, bytes - kPrefixBytes, out);
+      append_rice(indices, n, b, out);
       break;
     case Coding::bitmap: {
       const std::size_t at = out.size();
@@ -235,17 +277,58 @@ std::size_t encode_checked(Coding coding, std::span<const std::uint32_t> indices
 
 std::size_t encode_as(Coding coding, std::span<const std::uint32_t> indices, std::uint32_t n,
                       std::vector<std::byte>& out) {
-  const Sizes sizes = encoded_sizes(indices, n);  // checks the indices
-  const std::size_t bytes = coding == Coding::raw ? sizes.raw : coding == Coding::rice ? sizes.rice : sizes.bitmap;
-  return encode_checked(coding, indices, n, bytes, out);
+  encoded_sizes(indices, n);  // checks the indices
+  return encode_checked(coding, indices, n, out);
 }
 
 std::size_t encode(std::span<const std::uint32_t> indices, std::uint32_t n, std::vector<std::byte>& out) {
-  const Sizes sizes = encoded_sizes(indices, n);
-  return encode_checked(sizes.best, indices, n, sizes.best_bytes(), out);
+  // One pass in the common case: the Rice code is written (checking the indices) and kept when it
+  // is the smallest; otherwise it is cut off and the set written raw or as a bitmap.
+  const std::size_t at = out.size();
+  const unsigned b = rice_parameter(indices.size(), n);
+  out.resize(at + kPrefixBytes);
+  const std::size_t rice = kPrefixBytes + append_rice(indices, n, b, out);
+  const std::size_t raw = kPrefixBytes + 4 * indices.size();
+  const std::size_t bitmap = kPrefixBytes + (static_cast<std::size_t>(n) + 7) / 8;
+  const Coding best = smallest(raw, rice, bitmap);
+  if (best == Coding::rice) {
+    out[at] = static_cast<std::byte>(Coding::rice);
+    out[at + 1] = static_cast<std::byte>(b);
+    return rice;
+  }
+  out.resize(at);
+  return encode_checked(best, indices, n, out);
 }
 
+namespace {
+
+// The encoder always picks the smallest coding (raw on a tie with rice, rice or raw on a tie with
+// the bitmap) and rice_parameter's b; a decoder that accepted any other keeps a message from
+// having one byte string, which the wire fuzzer relies on. Raw and bitmap sets pay a pass to size
+// their Rice code; rice sets, the common case, only compare sizes.
+void require_canonical(Coding coding, std::size_t bytes, unsigned b, std::span<const std::uint32_t> indices,
+                       std::uint32_t n) {
+  const std::size_t raw = kPrefixBytes + 4 * indices.size();
+  const std::size_t bitmap = kPrefixBytes + (static_cast<std::size_t>(n) + 7) / 8;
+  const unsigned parameter = rice_parameter(indices.size(), n);
+  if (coding == Coding::rice) {
+    if (b != parameter) bad("Rice parameter " + std::to_string(b) + " where the encoder uses " + std::to_string(parameter));
+    if (bytes >= raw || bitmap < bytes) bad("a Rice code larger than another coding of the same set");
+    return;
+  }
+  const std::size_t rice = kPrefixBytes + static_cast<std::size_t>((checked_rice_bits(indices, n, parameter) + 7) / 8);
+  if (coding == Coding::raw && (rice < raw || bitmap < raw)) bad("raw indices where another coding is smaller");
+  if (coding == Coding::bitmap && (bitmap >= raw || bitmap >= rice)) bad("a bitmap where another coding is not larger");
+}
+
+}  // namespace
+
 void decode(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::uint32_t> out) {
+  decode_any(bytes, n, out);
+  require_canonical(static_cast<Coding>(bytes[0]), bytes.size(), static_cast<unsigned>(bytes[1]), out, n);
+}
+
+void decode_any(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::uint32_t> out) {
   if (bytes.size() < kPrefixBytes) bad("shorter than its 2-byte prefix");
   const auto coding = static_cast<std::uint8_t>(bytes[0]);
   const auto b = static_cast<unsigned>(bytes[1]);

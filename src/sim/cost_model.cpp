@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/index_codec.hpp"
 #include "sparsgd/core/wire.hpp"
 
 namespace sparsgd::sim {
@@ -14,16 +15,28 @@ int ceil_log2(int p) {
   return rounds;
 }
 
+// A sparse message of k pairs (and a mask of mask_bits bits) in that coding.
+double sparse_bytes(std::size_t n, std::size_t k, std::size_t mask_bits, wire::IndexCoding coding) {
+  const auto raw = static_cast<double>(wire::sparse_message_bytes(k, mask_bits));
+  if (coding == wire::IndexCoding::raw) return raw;
+  const double framing = static_cast<double>(wire::max_sparse_message_bytes(0, 0, coding) - wire::sparse_message_bytes(0)) -
+                         static_cast<double>(index_codec::kPrefixBytes);
+  return raw - 4.0 * static_cast<double>(k) + framing + index_codec::expected_encoded_bytes(k, static_cast<std::uint32_t>(n));
+}
+
 }  // namespace
 
 CommCost aggregation_cost(const std::string& aggregator, int workers, std::size_t n, std::size_t k,
-                          const transport::NetworkSpec& network) {
+                          const transport::NetworkSpec& network, wire::IndexCoding coding) {
   SPARSGD_ENFORCE(workers >= 1, "workers must be at least 1");
   SPARSGD_ENFORCE(network.enabled(), "the cost model needs a network with a bandwidth");
   const double alpha = network.alpha_seconds;
   const double beta = 1.0 / network.bytes_per_second;
   const int p = workers;
-  const double pairs = static_cast<double>(wire::sparse_message_bytes(k));
+  const bool sends_no_indices = aggregator == "dense" || aggregator == "randk-shared";
+  SPARSGD_ENFORCE(coding == wire::IndexCoding::raw || !sends_no_indices,
+                  "cost model: the " << aggregator << " aggregator sends no indices to compress");
+  const double pairs = sparse_bytes(n, k, 0, coding);
   CommCost cost;
   if (p == 1) return cost;
   if (aggregator == "dense" || aggregator == "randk-shared") {
@@ -39,7 +52,7 @@ CommCost aggregation_cost(const std::string& aggregator, int workers, std::size_
     cost.seconds = cost.messages * alpha + cost.bytes_per_worker * beta;
   } else if (aggregator == "gtopk") {
     const int rounds = ceil_log2(p);
-    const double down = static_cast<double>(wire::sparse_message_bytes(k, k));
+    const double down = sparse_bytes(n, k, k, coding);
     cost.messages = 2.0 * rounds;
     cost.seconds = rounds * (alpha + pairs * beta) + rounds * (alpha + down * beta);
     cost.bytes_per_worker = rounds * down;  // the root sends one broadcast message per round
@@ -51,7 +64,7 @@ CommCost aggregation_cost(const std::string& aggregator, int workers, std::size_
     cost.seconds = rounds * (alpha + pairs * beta);
     cost.bytes_per_worker = rounds * pairs;
     if (p2 != p) {
-      const double down = static_cast<double>(wire::sparse_message_bytes(k, k));
+      const double down = sparse_bytes(n, k, k, coding);
       cost.messages += 2;
       cost.seconds += (alpha + pairs * beta) + (alpha + down * beta);
       cost.bytes_per_worker += down;

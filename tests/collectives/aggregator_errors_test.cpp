@@ -127,6 +127,28 @@ TEST(AggregatorErrors, MalformedMessageFromAPeerIsNamed) {
   }
 }
 
+// One rank with compressed indices, the others raw: the first message names the disagreement.
+TEST(AggregatorErrors, RanksThatDisagreeOnIndexCodingFailClearly) {
+  for (const char* name : {"allgather", "gtopk", "gtopk-rd"}) {
+    try {
+      transport::run_local_workers(
+          3,
+          [&](transport::Transport& t) {
+            const auto coding = t.rank() == 1 ? wire::IndexCoding::compressed : wire::IndexCoding::raw;
+            Aggregation out;
+            make_aggregator(name, {coding})->aggregate(t, selection(1000, 10, t.rank()), 10, out);
+          },
+          kShortTimeout);
+      ADD_FAILURE() << name << ": expected a wire error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("all ranks must use the same index coding"), std::string::npos)
+          << name << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(make_aggregator("dense", {wire::IndexCoding::compressed}), InvalidArgument);
+  EXPECT_THROW(make_aggregator("randk-shared", {wire::IndexCoding::compressed}), InvalidArgument);
+}
+
 TEST(AggregatorErrors, SilentPeerTimesOutNamingIt) {
   try {
     transport::run_local_workers(
@@ -188,6 +210,12 @@ TEST(ExchangeConfigErrors, ImpossibleCombinationsAreNamed) {
   ExchangeConfig density = ok;
   density.density = 0.0;
   EXPECT_NE(message_of(density), "");
+  ExchangeConfig coded = ok;
+  coded.index_coding = wire::IndexCoding::compressed;
+  EXPECT_EQ(message_of(coded), "");
+  coded.aggregator = "dense";
+  EXPECT_NE(message_of(coded).find("sends no indices, so they cannot be compressed"), std::string::npos);
+  EXPECT_THROW(wire::parse_index_coding("rice"), InvalidArgument);
   // The exchange itself refuses what validate refuses.
   transport::LocalTransport one(std::make_shared<transport::LocalContext>(1), 0);
   shared.error_feedback = true;

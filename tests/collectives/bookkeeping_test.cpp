@@ -84,6 +84,21 @@ TEST(CostModel, MatchesHandComputation) {
   EXPECT_THROW(sim::aggregation_cost("tree", 4, 10000, k, net), InvalidArgument);
 }
 
+// Compressed indices: k = 100 of n = 10000 take a Rice code with b = 6, 7 + q / (1 - q) bits a
+// gap (q = 0.99^64), 102 bytes and a 2-byte prefix; the message 20 + 4 + 400 + 104 = 528 bytes.
+TEST(CostModel, CompressedIndicesChargeTheCodesExpectedSize) {
+  const transport::NetworkSpec net = transport::parse_network("alpha=0.001,bw=8e6");
+  const std::size_t k = 100;
+  constexpr auto kCoded = wire::IndexCoding::compressed;
+  EXPECT_NEAR(sim::aggregation_cost("gtopk-rd", 8, 10000, k, net, kCoded).seconds, 3 * (0.001 + 528e-6), 1e-12);
+  EXPECT_NEAR(sim::aggregation_cost("allgather", 5, 10000, k, net, kCoded).seconds, 3 * 0.001 + 4 * 528e-6, 1e-12);
+  // The broadcast's 100-bit mask adds 13 bytes.
+  EXPECT_NEAR(sim::aggregation_cost("gtopk", 8, 10000, k, net, kCoded).seconds,
+              3 * (0.001 + 528e-6) + 3 * (0.001 + 541e-6), 1e-12);
+  EXPECT_THROW(sim::aggregation_cost("dense", 4, 10000, k, net, kCoded), InvalidArgument);
+  EXPECT_THROW(sim::aggregation_cost("randk-shared", 4, 10000, k, net, kCoded), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace sparsgd::collectives
 

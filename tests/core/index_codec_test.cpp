@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -53,17 +54,19 @@ std::vector<std::byte> reference_rice(const std::vector<std::uint32_t>& indices,
     for (unsigned i = 0; i < b; ++i) bits.push_back(((gap >> i) & 1u) != 0);
     next = index + 1;
   }
-  std::vector<std::byte> out{static_cast<std::byte>(Coding::rice), static_cast<std::byte>(b)};
-  out.resize(2 + (bits.size() + 7) / 8, std::byte{0});
+  std::vector<std::byte> out(2 + (bits.size() + 7) / 8, std::byte{0});
+  out[0] = static_cast<std::byte>(Coding::rice);
+  out[1] = static_cast<std::byte>(b);
   for (std::size_t i = 0; i < bits.size(); ++i) {
     if (bits[i]) out[2 + i / 8] |= static_cast<std::byte>(1u << (i % 8));
   }
   return out;
 }
 
+// Any coding (encode_as may pick one that is not the smallest).
 std::vector<std::uint32_t> decoded(const std::vector<std::byte>& bytes, std::uint32_t n, std::size_t count) {
   std::vector<std::uint32_t> out(count);
-  decode(bytes, n, out);
+  decode_any(bytes, n, out);
   return out;
 }
 
@@ -220,6 +223,56 @@ TEST(IndexCodec, MalformedEncodingsAreRefused) {
   expect_refused(padded, 1000, 1, "padding", "padding");
 }
 
+// The cost model's expected size against the mean over random sets, dense to very sparse.
+TEST(IndexCodec, ExpectedSizeMatchesRandomSets) {
+  std::mt19937 rng(3);
+  for (const auto& [n, count] : std::vector<std::pair<std::uint32_t, std::size_t>>{
+           {1000000, 1000}, {1000000, 10000}, {100000, 25000}, {10000, 5000}, {1000, 990}, {50000, 3}}) {
+    std::vector<std::uint32_t> all(n);
+    std::iota(all.begin(), all.end(), 0u);
+    double total = 0;
+    const int trials = 20;
+    for (int t = 0; t < trials; ++t) {
+      std::vector<std::uint32_t> set;
+      std::sample(all.begin(), all.end(), std::back_inserter(set), count, rng);
+      total += static_cast<double>(encoded_sizes(set, n).best_bytes());
+    }
+    const double expected = expected_encoded_bytes(count, n);
+    EXPECT_NEAR(total / trials, expected, 0.02 * expected + 1) << "n = " << n << ", count = " << count;
+  }
+}
+
+// decode() accepts only what encode() writes: the smallest coding and the encoder's Rice parameter.
+TEST(IndexCodec, OnlyTheEncodersChoiceIsAccepted) {
+  std::vector<std::uint32_t> sparse;  // mean gap 100: rice is smallest
+  for (std::uint32_t i = 0; i < 50; ++i) sparse.push_back(i * 100 + i % 7);
+  const std::uint32_t n = 5000;
+  ASSERT_EQ(encoded_sizes(sparse, n).best, Coding::rice);
+  for (const Coding other : {Coding::raw, Coding::bitmap}) {
+    std::vector<std::byte> bytes;
+    encode_as(other, sparse, n, bytes);
+    EXPECT_EQ(decoded(bytes, n, sparse.size()), sparse);
+    expect_refused(bytes, n, sparse.size(), "not the smallest coding", "coding");
+  }
+  std::vector<std::byte> bytes;
+  encode(sparse, n, bytes);
+  std::vector<std::byte> other_parameter = reference_rice(sparse, rice_parameter(sparse.size(), n) + 1);
+  EXPECT_EQ(decoded(other_parameter, n, sparse.size()), sparse);
+  expect_refused(other_parameter, n, sparse.size(), "another Rice parameter", "Rice parameter");
+  // Runs of 4 then gaps of 5 at density 4/9: a Rice code takes 2.5 bits an index, the bitmap
+  // 2.25, so the bitmap is smallest and rice or raw are refused.
+  std::vector<std::uint32_t> dense;
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    if (i % 9 < 4) dense.push_back(i);
+  }
+  ASSERT_EQ(encoded_sizes(dense, 1000).best, Coding::bitmap);
+  for (const Coding other : {Coding::raw, Coding::rice}) {
+    std::vector<std::byte> b;
+    encode_as(other, dense, 1000, b);
+    expect_refused(b, 1000, dense.size(), "a dense set not as a bitmap", "coding");
+  }
+}
+
 // Random bytes: every outcome is a decoded set that is valid, or a WireError; nothing else (the
 // sanitizer build runs this too, and would catch a read outside the span).
 TEST(IndexCodec, RandomBytesNeverMisbehave) {
@@ -241,6 +294,9 @@ TEST(IndexCodec, RandomBytesNeverMisbehave) {
           ASSERT_GT(out[i], out[i - 1]);
         }
       }
+      std::vector<std::byte> again;  // one set, one byte string
+      encode(out, n, again);
+      ASSERT_EQ(again, bytes);
     } catch (const wire::WireError&) {
     }
   }

@@ -172,6 +172,99 @@ TEST(Wire, RejectsMaskPaddingBits) {
   EXPECT_EQ(mask, std::vector<std::uint8_t>(8, 1));
 }
 
+// Compressed indices: the same entries, fewer bytes, every decoder, and every way such a message
+// can be wrong refused with the sender named.
+TEST(Wire, CompressedIndices) {
+  Expectation e = kExpect;
+  e.n = 100000;
+  e.capacity = 50;
+  e.index_coding = IndexCoding::compressed;
+  std::vector<std::uint32_t> idx;
+  std::vector<float> val;
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    idx.push_back(i * 2500 + (i * 131) % 2500);
+    val.push_back(static_cast<float>(i) - 7.25f);
+  }
+  std::vector<std::byte> msg;
+  const SparseSlots slots = encode_sparse(3, e.n, 4, idx, val, {}, msg, IndexCoding::compressed);
+  EXPECT_EQ(slots.indices, nullptr);
+  ASSERT_NE(slots.values, nullptr);
+  EXPECT_EQ(std::vector<float>(slots.values, slots.values + val.size()), val);
+  EXPECT_LT(msg.size(), sparse_message_bytes(idx.size()) - 2 * idx.size());  // under 16 bits an index
+  EXPECT_LE(msg.size(), max_sparse_message_bytes(idx.size(), 0, IndexCoding::compressed));
+  SparseVector out;
+  std::vector<std::uint8_t> mask;
+  decode_sparse(msg, e, out, mask);
+  EXPECT_EQ(out.indices, idx);
+  EXPECT_EQ(out.values, val);
+  EXPECT_EQ(sparse_message_length(msg, e), msg.size());
+  std::vector<std::uint32_t> scratch;
+  const SparseView view = decode_sparse_view(msg, e, scratch);
+  EXPECT_EQ(std::vector<std::uint32_t>(view.indices.begin(), view.indices.end()), idx);
+  EXPECT_EQ(view.values.data(), reinterpret_cast<const float*>(msg.data() + kHeaderBytes + 4));  // in place
+  EXPECT_THROW(decode_sparse_view(msg, e), InvalidArgument);  // no room for decoded indices
+  // With a mask, back to back with an empty one.
+  std::vector<std::uint8_t> bits(idx.size(), 0);
+  bits[3] = bits[39] = 1;
+  std::vector<std::byte> masked;
+  encode_sparse(3, e.n, 4, idx, val, bits, masked, IndexCoding::compressed);
+  decode_sparse(masked, e, out, mask, bits.size());
+  EXPECT_EQ(mask, bits);
+  std::vector<std::byte> empty;
+  encode_sparse(3, e.n, 4, {}, {}, {}, empty, IndexCoding::compressed);
+  std::vector<std::byte> stream = masked;
+  stream.insert(stream.end(), empty.begin(), empty.end());
+  EXPECT_EQ(sparse_message_length(stream, e), masked.size());
+  EXPECT_EQ(sparse_message_length(std::span(stream).subspan(masked.size()), e), empty.size());
+
+  const auto refused = [&](std::vector<std::byte> bad, const std::string& fragment, const Expectation& expect) {
+    try {
+      decode_sparse(bad, expect, out, mask);
+      ADD_FAILURE() << "accepted; expected '" << fragment << "'";
+    } catch (const WireError& error) {
+      EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find("rank 5"), std::string::npos) << error.what();
+    }
+  };
+  // Ranks that disagree on the coding, either way round.
+  refused(msg, "expects raw ones", kExpect);
+  refused(message({1, 2}, {1, 2}), "the peer sends raw indices but this rank expects compressed", e);
+  // The length of the index code: beyond what raw indices would take, shorter than its prefix,
+  // beyond the message.
+  std::vector<std::byte> bad = msg;
+  const std::uint32_t too_long = 2 + 4 * 40 + 1;
+  std::memcpy(bad.data() + kHeaderBytes, &too_long, 4);
+  refused(bad, "compressed indices of 163 bytes", e);
+  const std::uint32_t too_short = 1;
+  std::memcpy(bad.data() + kHeaderBytes, &too_short, 4);
+  refused(bad, "compressed indices of 1 bytes", e);
+  bad = msg;
+  bad.pop_back();
+  refused(bad, "truncated", e);
+  bad = msg;
+  bad.push_back(std::byte{0});
+  refused(bad, "overlong", e);
+  refused(std::vector<std::byte>(msg.begin(), msg.begin() + kHeaderBytes + 2), "truncated", e);
+  // A flipped bit inside the code: a wrong index set (caught by range or order, or by the count)
+  // or a clean refusal, never a crash; here the first gap grows past n.
+  bad = msg;
+  bad[kHeaderBytes + 4 + 4 * 40 + 2] = std::byte{0xff};
+  bad[kHeaderBytes + 4 + 4 * 40 + 3] = std::byte{0xff};
+  try {
+    decode_sparse(bad, e, out, mask);
+    // Accepted only as another valid set of 40 ascending indices below n.
+    ASSERT_EQ(out.size(), 40u);
+    for (std::size_t i = 1; i < out.size(); ++i) ASSERT_LT(out.indices[i - 1], out.indices[i]);
+  } catch (const WireError& error) {
+    EXPECT_NE(std::string(error.what()).find("compressed indices"), std::string::npos) << error.what();
+  }
+  // A value that is not finite.
+  std::vector<float> nan_values = val;
+  nan_values[5] = std::nanf("");
+  encode_sparse(3, e.n, 4, idx, nan_values, {}, bad, IndexCoding::compressed);
+  refused(bad, "non-finite", e);
+}
+
 TEST(Wire, DenseRoundTripAndErrors) {
   std::vector<std::byte> msg;
   const std::vector<float> values = {1.0f, 2.0f, 3.0f};

@@ -7,7 +7,8 @@
 //
 //   byte 0: bits 0-1 mode (Mode below); bit 2 algorithm, bit 3 n, bit 4 k from the header;
 //           bit 5 capacity and expected count from the header: capacity max(count, extra) +
-//           (byte 6 & 3), expected mask bits = extra, expected dense values = count
+//           (byte 6 & 3), expected mask bits = extra, expected dense values = count;
+//           bit 6: sparse messages carry compressed indices (core/index_codec.hpp)
 //   byte 1: algorithm        bytes 2-3: n        bytes 4-5: k
 //   bytes 6-7: capacity      bytes 8-9: expected mask bits (mode kSparseMask) or value count (kDense)
 // The expected dense count is capped at kMaxDenseValues (see below).
@@ -41,6 +42,7 @@ enum Flags : std::uint8_t {
   kNFromHeader = 1u << 3,
   kKFromHeader = 1u << 4,
   kCountsFromHeader = 1u << 5,
+  kCompressedIndices = 1u << 6,
 };
 
 struct WireCase {
@@ -65,6 +67,7 @@ inline bool parse_wire_case(const std::uint8_t* data, std::size_t size, WireCase
   c.expect.from_rank = 7;
   c.expect.algorithm_name = "fuzz";
   c.expected = le16(data + 8);
+  c.expect.index_coding = (flags & kCompressedIndices) ? wire::IndexCoding::compressed : wire::IndexCoding::raw;
   if (c.message.size() >= wire::kHeaderBytes) {
     std::uint32_t h[5];  // word, n, k, count, extra
     std::memcpy(h, c.message.data(), sizeof h);
@@ -82,7 +85,8 @@ inline bool parse_wire_case(const std::uint8_t* data, std::size_t size, WireCase
 
 // The control bytes that make parse_wire_case reproduce (mode, expectation, expected) exactly.
 inline void write_control(Mode mode, const wire::Expectation& e, std::size_t expected, std::uint8_t* out) {
-  out[0] = static_cast<std::uint8_t>(mode);
+  out[0] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(mode) |
+                                     (e.index_coding == wire::IndexCoding::compressed ? kCompressedIndices : 0u));
   out[1] = static_cast<std::uint8_t>(e.algorithm);
   const std::uint32_t fields[4] = {e.n, e.k, static_cast<std::uint32_t>(e.capacity),
                                    static_cast<std::uint32_t>(expected)};

@@ -39,6 +39,8 @@ def test_refuses_to_start_without_a_process_group():
     ({"error_feedback": "no"}, "error_feedback must be True or False"),
     ({"compressor": "randk-unbiased", "aggregator": "randk-shared"}, "switch error feedback off"),
     ({"aggregator": "randk-shared"}, "needs the randk or randk-unbiased compressor"),
+    ({"index_coding": "rice"}, "index_coding must be 'raw' or 'compressed'"),
+    ({"index_coding": "compressed", "aggregator": "dense"}, "sends no indices"),
 ])
 def test_refuses_bad_options_before_anything_else(kwargs, message):
     with pytest.raises(ValueError, match=message):

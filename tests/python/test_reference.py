@@ -42,7 +42,8 @@ def hook_residuals(state, params, what="residual"):
     return out
 
 
-def hook_worker(rank, world_size, compressor, aggregator, density, momentum_correction=0.0, error_feedback=True):
+def hook_worker(rank, world_size, compressor, aggregator, density, momentum_correction=0.0, error_feedback=True,
+                index_coding="raw"):
     import sparsgd.torch as st
     model = make_model()
     params = list(model.parameters())
@@ -51,7 +52,8 @@ def hook_worker(rank, world_size, compressor, aggregator, density, momentum_corr
     torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 64
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
     state = st.HookState(compressor=compressor, aggregator=aggregator, density=density, seed=3,
-                         momentum_correction=momentum_correction, error_feedback=error_feedback)
+                         momentum_correction=momentum_correction, error_feedback=error_feedback,
+                         index_coding=index_coding)
     ddp.register_comm_hook(state, st.hook)
     record = []
     for step in range(STEPS):
@@ -137,6 +139,18 @@ def test_hook_without_error_feedback_matches_reference(run_workers, world_size, 
     assert any(r.abs().sum() > 0 for r in records[0][-1]["after"]), "the step dropped something"
     check_against_reference(records, lambda step: records[0][step]["buckets"], compressor, aggregator, density,
                             error_feedback=False)
+
+
+# Compressed indices: the same averages and residuals as the reference, in fewer bytes than raw.
+def test_hook_with_compressed_indices_matches_reference_in_fewer_bytes(run_workers):
+    args = (3, "topk", "gtopk-rd", 0.05, 0.0, True)
+    coded = all_ok(run_workers(*args[:1], hook_worker, *args[1:], "compressed"))
+    check_against_reference(coded, lambda step: coded[0][step]["buckets"], "topk", "gtopk-rd", 0.05)
+    raw = all_ok(run_workers(*args[:1], hook_worker, *args[1:], "raw"))
+    for rank in range(3):
+        for step in range(STEPS):
+            assert coded[rank][step]["stats"]["messages_sent"] == raw[rank][step]["stats"]["messages_sent"]
+            assert coded[rank][step]["stats"]["bytes_sent"] < raw[rank][step]["stats"]["bytes_sent"], (rank, step)
 
 
 # One case: the C++ test of the averager covers the arithmetic for every aggregator, compressor

@@ -36,6 +36,8 @@ reject comm_density_zero 'density must lie in' bench comm --workers 2 --n 1000 -
 reject comm_unknown_aggregator "unknown aggregator 'tree'" bench comm --workers 2 --n 1000 --aggregator tree
 reject comm_unknown_compressor "unknown compressor 'zip'" bench comm --workers 2 --n 1000 --compressor zip
 reject comm_randk_shared_needs_randk 'randk-shared' bench comm --workers 2 --n 1000 --aggregator randk-shared --compressor topk
+reject comm_unknown_index_coding "unknown index coding 'rice' \\(expected raw or compressed\\)" bench comm --workers 2 --n 1000 --index-coding rice
+reject comm_dense_compressed_indices 'the dense aggregator sends no indices, so they cannot be compressed' bench comm --workers 2 --n 1000 --aggregator dense --index-coding compressed
 reject comm_unknown_transport 'transport' bench comm --transport carrier-pigeon --n 1000
 reject comm_unknown_network 'unknown network' bench comm --workers 2 --n 1000 --network 3gbe
 reject comm_network_negative_alpha 'alpha' bench comm --workers 2 --n 1000 --network alpha=-1,bw=1e9
@@ -91,6 +93,9 @@ if with_torch; then
   reject train_batch_zero '--batch-size must be at least 1' train --batch-size 0
   reject train_momentum_correction_word "momentum-correction.*maybe" train --momentum-correction maybe
   reject train_error_feedback_word "error-feedback.*maybe" train --error-feedback maybe
+  reject train_unknown_index_coding "unknown index coding 'bitmap'" train --index-coding bitmap
+  reject train_randk_shared_compressed_indices 'the randk-shared aggregator sends no indices' \
+    train --aggregator randk-shared --compressor randk --index-coding compressed
   reject train_unbiased_with_feedback "scales the values it sends, which error feedback cannot account for: switch error feedback off" \
     train --compressor randk-unbiased --aggregator randk-shared
   reject train_validation_negative "--validation must be >= 0" train --validation -1

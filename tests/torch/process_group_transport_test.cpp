@@ -192,6 +192,8 @@ TEST_P(ProcessGroupConformance, MatchesReferenceConservesMassAndCountsBytes) {
 std::vector<testing::Case> gloo_cases() {
   std::vector<testing::Case> cases;
   for (const auto& c : testing::all_cases()) {
+    // Compressed indices change no transport call: two worker counts suffice over gloo.
+    if (c.compressed_indices && c.workers != 3 && c.workers != 8) continue;
     if ((c.workers <= 5 || c.workers == 7 || c.workers == 8) && c.n <= 5000) cases.push_back(c);
   }
   return cases;

@@ -22,6 +22,9 @@ struct ExchangeConfig {
   // Off: no memory; what the aggregation did not consume is dropped (compress/error_feedback.hpp).
   // Unbiased compressors (value_scale != 1) need it off.
   bool error_feedback = true;
+  // How sparse messages carry their indices (every rank the same); compressed needs an aggregator
+  // that sends indices.
+  wire::IndexCoding index_coding = wire::IndexCoding::raw;
   // Benchmarks: a barrier between compression and aggregation, so that aggregate_seconds times the
   // collective alone (no worker waits there for a slower one's compression). Off in training.
   bool barrier_before_aggregation = false;
@@ -40,7 +43,8 @@ struct ExchangeTimes {
 
 // Throws InvalidArgument, naming the option, for an unknown compressor or aggregator, a bad
 // density or r-factor, or a combination that cannot work: randk-shared with a compressor that
-// does not draw shared indices, an unbiased compressor with error feedback on.
+// does not draw shared indices, an unbiased compressor with error feedback on, compressed indices
+// with an aggregator that sends none.
 void validate(const ExchangeConfig& config);
 
 class GradientExchange {

@@ -29,6 +29,11 @@ inline constexpr std::size_t kPrefixBytes = 2;  // coding, rice parameter
 // The Rice parameter this codec uses for `count` indices below n.
 unsigned rice_parameter(std::size_t count, std::uint32_t n);
 
+// Expected encoded size (prefix included) of a uniformly random set of `count` indices below n,
+// in the coding encode() would pick: what the cost model charges. A Rice code with parameter b
+// takes b + 1 + q / (1 - q) bits a gap, q = (1 - count / n)^(2^b), for geometric gaps.
+double expected_encoded_bytes(std::size_t count, std::uint32_t n);
+
 // Exact encoded size (prefix included) of the set in each coding, and the smallest. Throws
 // InvalidArgument unless the indices are strictly ascending and below n.
 struct Sizes {
@@ -46,7 +51,10 @@ std::size_t encode_as(Coding coding, std::span<const std::uint32_t> indices, std
                       std::vector<std::byte>& out);
 
 // Decodes exactly `bytes` (one whole encoding) into out (out.size() == count). Throws WireError
-// naming what is wrong when the bytes are not a valid encoding of `count` indices below n.
+// naming what is wrong when the bytes are not a valid encoding of `count` indices below n, or not
+// the one encode() gives (another coding, or another Rice parameter): one set, one byte string.
 void decode(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::uint32_t> out);
+// The same without the last check: any valid coding is accepted (tests of encode_as).
+void decode_any(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::uint32_t> out);
 
 }  // namespace sparsgd::index_codec

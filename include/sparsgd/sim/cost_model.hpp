@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "sparsgd/core/wire.hpp"
 #include "sparsgd/transport/network_model.hpp"
 
 namespace sparsgd::sim {
@@ -22,8 +23,13 @@ struct CommCost {
 // gtopk: binomial reduce + broadcast, 2 ceil(log2 P) rounds of k pairs (+ a k-bit mask down).
 // gtopk-rd: log2 P' rounds of k pairs, plus a fold and an unfold when P is not a power of two.
 // randk-shared: ring allreduce of k floats.
-// Throws InvalidArgument for an unknown aggregator.
+// With compressed indices a sparse message of k pairs is charged the codec's expected size for
+// a uniformly random k-subset of n (index_codec::expected_encoded_bytes) plus its framing; its
+// CPU time is not charged (measured: bench/collectives_benchmarks, BM_Index*).
+// Throws InvalidArgument for an unknown aggregator or for compressed indices with an aggregator
+// that sends none.
 CommCost aggregation_cost(const std::string& aggregator, int workers, std::size_t n, std::size_t k,
-                          const transport::NetworkSpec& network);
+                          const transport::NetworkSpec& network,
+                          wire::IndexCoding coding = wire::IndexCoding::raw);
 
 }  // namespace sparsgd::sim

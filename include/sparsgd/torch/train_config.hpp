@@ -33,6 +33,7 @@ struct TrainConfig {
   double r_factor = 4.0;
   bool error_feedback = true;      // off: what the aggregation did not take is dropped, not kept
   std::string aggregator = "gtopk";
+  std::string index_coding = "raw";  // or "compressed" (core/index_codec.hpp): sparse aggregators
   double density = 0.01;
   double warmup_density = 0.0;     // > 0: the density during the first epoch (gTop-k: 0.004)
   int epochs = 1;

@@ -44,6 +44,7 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--r-factor", field_value(c.r_factor), true},
           {"--error-feedback", on_off(c.error_feedback), true},
           {"--aggregator", c.aggregator, true},
+          {"--index-coding", c.index_coding, true},
           {"--density", field_value(c.density), true},
           {"--warmup-density", field_value(c.warmup_density), true},
           {"--epochs", std::to_string(c.epochs), true},
@@ -151,6 +152,7 @@ collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
   exchange.aggregator = c.aggregator;
   exchange.density = density_for_epoch(c, 0);
   exchange.error_feedback = c.error_feedback;
+  exchange.index_coding = wire::parse_index_coding(c.index_coding);
   return exchange;
 }
 
