@@ -6,13 +6,14 @@
 #include <map>
 
 #include "sparsgd/core/error.hpp"
+#include "collectives/tags.hpp"
 
 namespace sparsgd::collectives {
 namespace {
 
-constexpr int kGatherTag = 710;
-constexpr int kVerdictTag = 711;
-constexpr int kTextTag = 712;
+constexpr int kGatherTag = tags::kAgreementGather;
+constexpr int kVerdictTag = tags::kAgreementVerdict;
+constexpr int kTextTag = tags::kAgreementText;
 constexpr std::size_t kMaxBytes = 1 << 20;
 
 // name '\0' value '\0' ... : names and values may hold any other byte.

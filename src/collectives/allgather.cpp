@@ -7,6 +7,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "sparsgd/select/threshold.hpp"
+#include "collectives/tags.hpp"
 
 namespace sparsgd::collectives {
 namespace {
@@ -39,7 +40,7 @@ class AllgatherBruck final : public Aggregator {
       for (std::size_t i = 0; i < count; ++i) outgoing_.insert(outgoing_.end(), blocks_[i].begin(), blocks_[i].end());
       const int to = (r - dist % p + p) % p;
       const int from = (r + dist) % p;
-      t.sendrecv(to, 300, outgoing_, from, 300, incoming_, count * wire::max_sparse_message_bytes(capacity, 0, coding_));
+      t.sendrecv(to, tags::kAllgatherBruck, outgoing_, from, tags::kAllgatherBruck, incoming_, count * wire::max_sparse_message_bytes(capacity, 0, coding_));
       // Split the concatenation back into blocks, validating each header before trusting it.
       const wire::Expectation expect = expectation(*this, local, k, capacity, from, coding_);
       std::span<const std::byte> rest(incoming_);

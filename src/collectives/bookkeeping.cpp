@@ -1,4 +1,5 @@
 #include "sparsgd/collectives/bookkeeping.hpp"
+#include "collectives/tags.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -8,10 +9,10 @@
 namespace sparsgd::collectives {
 namespace {
 
-constexpr int kBroadcastTag = 700;
-constexpr int kGatherTag = 701;
-constexpr int kScatterTag = 702;
-constexpr int kReduceTag = 703;
+constexpr int kBroadcastTag = tags::kBroadcast;
+constexpr int kGatherTag = tags::kGather;
+constexpr int kScatterTag = tags::kScatter;
+constexpr int kReduceTag = tags::kReduce;
 
 template <typename T>
 void receive_exactly(transport::Transport& t, int peer, int tag, std::span<T> out, std::vector<std::byte>& buffer) {

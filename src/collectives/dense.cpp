@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/tags.hpp"
 
 namespace sparsgd::collectives {
 namespace {
@@ -20,7 +21,7 @@ class DenseRing final : public Aggregator {
     for (std::size_t i = 0; i < local.size(); ++i) out.dense_sum[local.indices[i]] = local.values[i];
     const std::uint64_t agree[] = {wire_id(), local.dim, k};
     if (!t.native_allreduce_sum(out.dense_sum, agree)) {
-      ring_allreduce(t, out.dense_sum, expectation(*this, local, k, local.dim, -1), 0, 100);
+      ring_allreduce(t, out.dense_sum, expectation(*this, local, k, local.dim, -1), 0, tags::kDenseRing);
     }
     out.consumed.assign(local.size(), 1);
   }

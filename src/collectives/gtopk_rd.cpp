@@ -14,13 +14,14 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/select/threshold.hpp"
+#include "collectives/tags.hpp"
 
 namespace sparsgd::collectives {
 namespace {
 
-constexpr int kFoldTag = 500;
-constexpr int kUnfoldTag = 501;
-constexpr int kRoundTag = 510;
+constexpr int kFoldTag = tags::kGtopkRdFold;
+constexpr int kUnfoldTag = tags::kGtopkRdUnfold;
+constexpr int kRoundTag = tags::kGtopkRdRound;
 
 class GtopkRecursiveDoubling final : public Aggregator {
  public:

@@ -13,12 +13,13 @@
 #include "collectives/algorithms.hpp"
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/select/threshold.hpp"
+#include "collectives/tags.hpp"
 
 namespace sparsgd::collectives {
 namespace {
 
-constexpr int kReduceTag = 400;
-constexpr int kBroadcastTag = 401;
+constexpr int kReduceTag = tags::kGtopkTreeReduce;
+constexpr int kBroadcastTag = tags::kGtopkTreeBroadcast;
 
 class GtopkTree final : public Aggregator {
  public:

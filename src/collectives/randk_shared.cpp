@@ -4,6 +4,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "sparsgd/core/hash.hpp"
+#include "collectives/tags.hpp"
 
 namespace sparsgd::collectives {
 namespace {
@@ -25,7 +26,7 @@ class RandkShared final : public Aggregator {
     out.sum.indices = local.indices;
     out.sum.values = local.values;
     ring_allreduce(t, out.sum.values, expectation(*this, local, k, local.size(), -1), index_checksum(local.indices),
-                   200);
+                   tags::kRandkSharedRing);
     out.consumed.assign(local.size(), 1);
   }
 };
