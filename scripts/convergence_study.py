@@ -95,6 +95,9 @@ GAP_ARMS = {
     "nesterov": ["--nesterov"] + PLAIN,
     "allgather": ["--aggregator", "allgather"] + PLAIN,
     "lr-warmup": ["--warmup-epochs", "0.25"] + PLAIN,
+    # Is momentum correction's gain at one epoch a rate effect? Plain momentum at half the rate
+    # (the best dense and Top-k rate over three epochs).
+    "no-momentum-correction-lr0.025": ["--lr", "0.025"] + PLAIN,
 }
 
 
@@ -527,6 +530,12 @@ def findings(results, gap):
                    f"{100 * d:+.2f}; against seed noise by the rule above: {v}; with plain momentum instead of "
                    f"momentum correction: "
                    f"{pct(gap['no-momentum-correction']['mean']) if gap.get('no-momentum-correction') else '-'}%).")
+        slower = gap.get("no-momentum-correction-lr0.025")
+        if slower:
+            v, d = verdict(gap["default"], slower)
+            out.append(f"- Momentum correction against plain momentum at lr 0.025 (is its gain a rate effect?): "
+                       f"{pct(gap['default']['mean'])}% vs {pct(slower['mean'])}%, difference {100 * d:+.2f}; "
+                       f"momentum correction at least as accurate: {v}.")
         out.append("")
     claims = [
         ("gTop-k S-SGD reaches about dense S-SGD's accuracy (within 0.5 points)", "topk-gtopk-rd", "dense", 0.005),
