@@ -161,8 +161,11 @@ void decode_rice(std::span<const std::byte> code, unsigned b, std::uint32_t n, s
   BitReader reader(code);
   std::uint64_t next = 0;
   const std::uint64_t low_mask = (std::uint64_t{1} << b) - 1;
+  // A refill leaves at least 57 bits; codes at low density take about 12, so most codes are read
+  // without one.
+  const unsigned refill_below = std::min(32u + b, 56u);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    reader.refill();
+    if (reader.available() < refill_below) reader.refill();
     std::uint64_t quotient, low;
     const auto run = static_cast<unsigned>(std::countr_one(reader.buffer()));
     if (run + 1 + b <= reader.available()) [[likely]] {
