@@ -29,7 +29,8 @@ const ModelPreset& find_preset(const std::string& name) {
 }
 
 std::vector<ScalingRow> scaling_table(double parameters, double compute_ms, double compress_ms, double density,
-                                      const std::vector<int>& workers, const transport::NetworkSpec& network) {
+                                      const std::vector<int>& workers, const transport::NetworkSpec& network,
+                                      wire::IndexCoding coding) {
   SPARSGD_ENFORCE(std::isfinite(parameters) && parameters >= 1 && parameters <= 4294967295.0,
                   "the parameter count must be in [1, 2^32), got " << parameters);
   SPARSGD_ENFORCE(std::isfinite(compute_ms) && compute_ms > 0, "compute time must be > 0 ms, got " << compute_ms);
@@ -47,7 +48,8 @@ std::vector<ScalingRow> scaling_table(double parameters, double compute_ms, doub
       row.workers = p;
       row.compute_ms = compute_ms;
       row.compress_ms = row.method == "dense" || p == 1 ? 0.0 : compress_ms;
-      row.comm_ms = 1e3 * aggregation_cost(aggregator, p, n, k, network).seconds;
+      const auto indices = aggregator == "dense" ? wire::IndexCoding::raw : coding;
+      row.comm_ms = 1e3 * aggregation_cost(aggregator, p, n, k, network, indices).seconds;
       row.iteration_ms = row.compute_ms + row.compress_ms + row.comm_ms;
       row.efficiency = compute_ms / row.iteration_ms;
       rows.push_back(row);

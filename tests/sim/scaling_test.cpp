@@ -29,6 +29,25 @@ TEST(Scaling, EfficiencyIsComputeOverIterationTime) {
   }
 }
 
+// Compressed indices: the sparse methods charged 528-byte messages (bookkeeping_test.cpp works
+// that out), dense unchanged.
+TEST(Scaling, CompressedIndicesShrinkTheSparseMethodsOnly) {
+  const auto net = transport::parse_network("alpha=0.001,bw=8e6");
+  const auto raw = scaling_table(10000, 10.0, 2.0, 0.01, {4}, net);
+  const auto coded = scaling_table(10000, 10.0, 2.0, 0.01, {4}, net, wire::IndexCoding::compressed);
+  ASSERT_EQ(raw.size(), coded.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i].method == "dense") {
+      EXPECT_EQ(coded[i].comm_ms, raw[i].comm_ms);
+    } else {
+      EXPECT_LT(coded[i].comm_ms, raw[i].comm_ms) << raw[i].method;
+    }
+    if (raw[i].method == "gtopk-rd") {
+      EXPECT_NEAR(coded[i].comm_ms, 2 * (1.0 + 0.528), 1e-9);
+    }
+  }
+}
+
 TEST(Scaling, PresetsAndErrors) {
   EXPECT_DOUBLE_EQ(find_preset("resnet50").parameters, 25.6e6);
   EXPECT_DOUBLE_EQ(*find_preset("resnet50").compute_ms, 4882.0);

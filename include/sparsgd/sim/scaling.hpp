@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsgd/core/wire.hpp"
 #include "sparsgd/transport/network_model.hpp"
 
 namespace sparsgd::sim {
@@ -36,9 +37,11 @@ struct ScalingRow {
   double efficiency = 0;   // in [0, 1]
 };
 
-// Rows for every method and every P in `workers`. Throws InvalidArgument on a bad density,
-// non-positive sizes or times, or a network without bandwidth.
+// Rows for every method and every P in `workers`; the sparse methods' messages carry their
+// indices in `coding` (dense has none). Throws InvalidArgument on a bad density, non-positive
+// sizes or times, or a network without bandwidth.
 std::vector<ScalingRow> scaling_table(double parameters, double compute_ms, double compress_ms, double density,
-                                      const std::vector<int>& workers, const transport::NetworkSpec& network);
+                                      const std::vector<int>& workers, const transport::NetworkSpec& network,
+                                      wire::IndexCoding coding = wire::IndexCoding::raw);
 
 }  // namespace sparsgd::sim
