@@ -23,6 +23,7 @@
 #include "cli/validators.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/reference.hpp"
+#include "sparsgd/collectives/replay.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/hash.hpp"
@@ -216,124 +217,54 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
   if (o.verify) record.residual_digest = fnv1a(std::as_bytes(exchange.feedback().residual()));
 }
 
-bool same_sum(const collectives::Aggregation& got, const collectives::ReferenceAggregation& want, bool exact,
-              int workers) {
-  // Where the algorithm fixes the order of the additions (tree, recursive doubling, rank order)
-  // the sums must be bitwise equal; the rings add in another order than the replay, so there the
-  // bound on float rounding for that many terms applies.
-  auto close = [&](float a, float b, std::size_t i) {
-    return exact ? a == b : collectives::sums_agree(a, b, want.magnitude[i], workers);
-  };
-  if (got.dense != want.dense) return false;
-  if (got.dense) {
-    if (got.dense_sum.size() != want.dense_sum.size()) return false;
-    for (std::size_t i = 0; i < got.dense_sum.size(); ++i) {
-      if (!close(got.dense_sum[i], want.dense_sum[i], i)) return false;
-    }
-    return true;
-  }
-  if (got.sum.indices != want.sum.indices) return false;
-  for (std::size_t i = 0; i < got.sum.size(); ++i) {
-    if (!close(got.sum.values[i], want.sum.values[i], i)) return false;
-  }
-  return true;
-}
-
 struct Verification {
   bool matches = true;
   double conservation_rel_error = 0.0;
   std::string first_mismatch;
 };
 
-// Replays all P workers serially with the reference semantics and compares the workers in
-// `checked` (all of them in-process; its own rank under MPI): sums, consumed entries, final
-// residuals (bitwise, by digest). For conservation at the last iteration, `consumed_sum`
-// receives sum_w (acc_w - residual_w), the part of every worker's acc that left its residual;
-// once the residuals are known to match, it must equal the aggregated sum.
-Verification verify(const CommOptions& o, int workers, const std::vector<std::pair<int, const WorkerRecord*>>& checked,
-                    std::vector<double>& consumed_sum) {
+// Replays all P workers serially (collectives/replay.hpp) and compares the workers in `checked`
+// (all of them in-process; under MPI rank 0 has gathered them): sums, consumed entries, final
+// residuals (bitwise, by digest), and conservation of gradient mass at the last iteration against
+// the kept worker's sum.
+Verification verify(const CommOptions& o, int workers, const std::vector<std::pair<int, const WorkerRecord*>>& checked) {
   Verification v;
-  const std::size_t k = k_from_density(o.n, o.density);
-  const bool exact = o.aggregator != "dense" && o.aggregator != "randk-shared";
-  const collectives::ExchangeConfig config = exchange_config(o);
-  std::vector<std::unique_ptr<compress::Compressor>> compressors;
-  std::vector<std::vector<float>> residual(static_cast<std::size_t>(workers), std::vector<float>(o.n, 0.0f));
-  std::vector<float> acc(o.n);
-  for (int w = 0; w < workers; ++w) compressors.push_back(compress::make_compressor(config.compressor));
-  std::vector<SparseVector> selections(static_cast<std::size_t>(workers));
+  collectives::ExchangeReplay replay(exchange_config(o), o.n, workers);
   auto mismatch = [&v](const std::string& what) {
     if (v.matches) v.first_mismatch = what;
     v.matches = false;
   };
-  consumed_sum.assign(o.n, 0.0);
+  const collectives::Aggregation* last_kept = nullptr;
   for (int it = 0; it < o.iters; ++it) {
-    const bool last = it + 1 == o.iters;
-    for (int w = 0; w < workers; ++w) {
-      auto& res = residual[static_cast<std::size_t>(w)];
-      fill_gradient(acc, o.seed, w, static_cast<std::uint64_t>(it));
-      // res now holds acc (without error feedback the previous residual is dropped).
-      for (std::size_t i = 0; i < o.n; ++i) res[i] = (o.error_feedback ? res[i] : 0.0f) + acc[i];
-      compressors[static_cast<std::size_t>(w)]->compress(res, k, {static_cast<std::uint64_t>(it), w},
-                                                        selections[static_cast<std::size_t>(w)]);
-    }
-    const collectives::ReferenceAggregation want = collectives::reference_aggregate(o.aggregator, selections, k);
+    const auto iteration = static_cast<std::uint64_t>(it);
+    replay.step(iteration, [&](int w, std::span<float> out) { fill_gradient(out, o.seed, w, iteration); });
     const auto ii = static_cast<std::size_t>(it);
     std::uint64_t kept_digest = 0;
     for (const auto& [w, record] : checked) {
       if (!record->keep_results) continue;
-      if (!same_sum(record->results[ii], want, exact, workers)) {
-        mismatch(fmt::format("worker {} iteration {}: aggregated sum differs from the reference", w, it));
+      const std::string difference = replay.sum_difference(record->results[ii]);
+      if (!difference.empty()) {
+        mismatch(fmt::format("worker {} iteration {}: aggregated sum differs from the reference ({})", w, it, difference));
       }
       kept_digest = record->sum_digests[ii];
+      last_kept = &record->results[ii];
     }
     for (const auto& [w, record] : checked) {
       if (record->sum_digests[ii] != kept_digest) {
         mismatch(fmt::format("worker {} iteration {}: its sum differs from the other workers'", w, it));
       }
-      if (record->consumed[ii] != want.consumed[static_cast<std::size_t>(w)]) {
+      if (record->consumed[ii] != replay.reference().consumed[static_cast<std::size_t>(w)]) {
         mismatch(fmt::format("worker {} iteration {}: consumed entries differ from the reference", w, it));
       }
     }
-    for (int w = 0; w < workers; ++w) {
-      const auto iw = static_cast<std::size_t>(w);
-      std::vector<float>& res = residual[iw];
-      if (last) {
-        // res holds acc_w here; after the update below it holds the residual. An unbiased
-        // compressor's sum holds acc's entries times its scale.
-        const double scale = compressors[iw]->value_scale(o.n, k);
-        for (std::size_t e = 0; e < selections[iw].size(); ++e) {
-          if (want.consumed[iw][e]) consumed_sum[selections[iw].indices[e]] += scale * res[selections[iw].indices[e]];
-        }
-      }
-      for (std::size_t e = 0; e < selections[iw].size(); ++e) {
-        if (want.consumed[iw][e]) res[selections[iw].indices[e]] = 0.0f;
-      }
-    }
-    if (last) {
-      for (const auto& [w, record] : checked) {
-        if (fnv1a(std::as_bytes(std::span(residual[static_cast<std::size_t>(w)]))) != record->residual_digest) {
-          mismatch(fmt::format("worker {}: final residual differs from the reference", w));
-        }
-      }
+  }
+  for (const auto& [w, record] : checked) {
+    if (fnv1a(std::as_bytes(replay.residual(w))) != record->residual_digest) {
+      mismatch(fmt::format("worker {}: final residual differs from the reference", w));
     }
   }
+  if (last_kept != nullptr) v.conservation_rel_error = replay.conservation_error(*last_kept);
   return v;
-}
-
-// || consumed_sum - aggregated || / || aggregated ||, in double.
-double conservation_error(const std::vector<double>& consumed_sum, const collectives::Aggregation& aggregated) {
-  std::vector<double> agg(consumed_sum.size(), 0.0);
-  if (aggregated.dense) {
-    for (std::size_t i = 0; i < agg.size(); ++i) agg[i] = aggregated.dense_sum[i];
-  } else {
-    for (std::size_t e = 0; e < aggregated.sum.size(); ++e) agg[aggregated.sum.indices[e]] = aggregated.sum.values[e];
-  }
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < agg.size(); ++i) {
-    diff += (consumed_sum[i] - agg[i]) * (consumed_sum[i] - agg[i]);
-    norm += agg[i] * agg[i];
-  }
-  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
 struct Report {
@@ -555,11 +486,10 @@ void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
   if (o.verify) {
     std::vector<std::pair<int, const WorkerRecord*>> checked;
     for (int w = 0; w < o.workers; ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
-    std::vector<double> consumed_sum;
-    const Verification v = verify(o, o.workers, checked, consumed_sum);
+    const Verification v = verify(o, o.workers, checked);
     report.matches = v.matches;
     report.first_mismatch = v.first_mismatch;
-    report.conservation_rel_error = conservation_error(consumed_sum, records[0].results.back());
+    report.conservation_rel_error = v.conservation_rel_error;
   }
   report.memory = {memory.total(), resident_before, peak_resident_bytes()};
   print_report(o, o.workers, network, report);
@@ -692,11 +622,10 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
   if (o.verify) {
     std::vector<std::pair<int, const WorkerRecord*>> checked;
     for (int w = 0; w < t.size(); ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
-    std::vector<double> consumed_sum;
-    const Verification v = verify(o, t.size(), checked, consumed_sum);
+    const Verification v = verify(o, t.size(), checked);
     report.matches = v.matches;
     report.first_mismatch = v.first_mismatch;
-    report.conservation_rel_error = conservation_error(consumed_sum, records[0].results.back());
+    report.conservation_rel_error = v.conservation_rel_error;
   }
   report.memory = {memory.total(), resident_before, peak_resident_bytes()};
   print_report(o, t.size(), network, report);

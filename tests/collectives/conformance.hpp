@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/reference.hpp"
+#include "sparsgd/collectives/replay.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/synthetic.hpp"
@@ -25,7 +27,6 @@ namespace sparsgd::testing {
 
 using WorkerRunner = std::function<void(int, const std::function<void(transport::Transport&)>&)>;
 using collectives::Aggregation;
-using collectives::ReferenceAggregation;
 
 struct Case {
   int workers;
@@ -52,28 +53,6 @@ inline std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return name.str();
 }
 
-inline bool exact_order(const std::string& aggregator) { return aggregator != "dense" && aggregator != "randk-shared"; }
-
-inline void expect_sum_equal(const Aggregation& got, const ReferenceAggregation& want, bool exact, int workers,
-                      const std::string& where) {
-  ASSERT_EQ(got.dense, want.dense) << where;
-  auto check = [&](float a, float b, std::size_t i) {
-    if (exact) {
-      ASSERT_EQ(a, b) << where << " entry " << i;
-    } else {
-      ASSERT_TRUE(collectives::sums_agree(a, b, want.magnitude[i], workers))
-          << where << " entry " << i << ": " << a << " vs " << b << " (magnitude " << want.magnitude[i] << ")";
-    }
-  };
-  if (got.dense) {
-    ASSERT_EQ(got.dense_sum.size(), want.dense_sum.size()) << where;
-    for (std::size_t i = 0; i < got.dense_sum.size(); ++i) check(got.dense_sum[i], want.dense_sum[i], i);
-  } else {
-    ASSERT_EQ(got.sum.indices, want.sum.indices) << where;
-    for (std::size_t i = 0; i < got.sum.size(); ++i) check(got.sum.values[i], want.sum.values[i], i);
-  }
-}
-
 // Runs case `c` on workers started by `run_workers(P, worker)` (threads over any transport) and
 // checks every result against the serial reference. `native_dense`: the transport sums the dense
 // aggregator with its own allreduce (Transport::native_allreduce_sum), which it counts differently.
@@ -88,14 +67,10 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
   config.density = c.density;
   config.error_feedback = c.error_feedback;
   config.index_coding = c.compressed_indices ? wire::IndexCoding::compressed : wire::IndexCoding::raw;
-  // An unbiased compressor's sum holds acc's entries times this factor.
-  const double scale = compress::make_compressor(config.compressor)->value_scale(c.n, k);
-
   // What each worker saw, per iteration.
   struct Seen {
     std::vector<SparseVector> selection;
     std::vector<Aggregation> result;
-    std::vector<std::vector<float>> acc;
     std::vector<std::vector<float>> residual_after;
     transport::TrafficCounters traffic_first;
   };
@@ -106,17 +81,12 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
     std::vector<float> gradient(c.n);
     for (int it = 0; it < iterations; ++it) {
       fill_gradient(gradient, 11, t.rank(), static_cast<std::uint64_t>(it));
-      // Without error feedback the previous residual (what was dropped) is not added.
-      std::vector<float> acc(c.n, 0.0f);
-      if (c.error_feedback) acc.assign(exchange.feedback().residual().begin(), exchange.feedback().residual().end());
-      for (std::size_t i = 0; i < c.n; ++i) acc[i] += gradient[i];
       const auto before = t.counters();
       const Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
       if (it == 0) {
         mine.traffic_first.bytes_sent = t.counters().bytes_sent - before.bytes_sent;
         mine.traffic_first.messages_sent = t.counters().messages_sent - before.messages_sent;
       }
-      mine.acc.push_back(acc);
       mine.selection.push_back(exchange.last_selection());
       mine.result.push_back(result);
       const auto residual = exchange.feedback().residual();
@@ -124,44 +94,27 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
     }
   });
 
+  // The same steps replayed serially (collectives/replay.hpp): every worker's selection, the sum,
+  // which entries it consumed and the residual it kept must be the replay's, and the mass that
+  // left the residuals must be the sum (divided by an unbiased compressor's scale).
+  collectives::ExchangeReplay replay(config, c.n, c.workers);
   for (int it = 0; it < iterations; ++it) {
-    std::vector<SparseVector> selections;
-    for (const Seen& s : seen) selections.push_back(s.selection[static_cast<std::size_t>(it)]);
-    const ReferenceAggregation want = collectives::reference_aggregate(c.aggregator, selections, k);
+    replay.step(static_cast<std::uint64_t>(it), [&](int w, std::span<float> out) {
+      fill_gradient(out, 11, w, static_cast<std::uint64_t>(it));
+    });
+    const auto ii = static_cast<std::size_t>(it);
     for (int w = 0; w < c.workers; ++w) {
       const Seen& s = seen[static_cast<std::size_t>(w)];
       const std::string where = "iteration " + std::to_string(it) + " worker " + std::to_string(w);
-      expect_sum_equal(s.result[static_cast<std::size_t>(it)], want, exact_order(c.aggregator), c.workers, where);
-      ASSERT_EQ(s.result[static_cast<std::size_t>(it)].consumed, want.consumed[static_cast<std::size_t>(w)]) << where;
-      // Error feedback keeps exactly the unconsumed part: residual = acc with consumed entries zeroed.
-      std::vector<float> expected_residual = s.acc[static_cast<std::size_t>(it)];
-      const SparseVector& sel = s.selection[static_cast<std::size_t>(it)];
-      for (std::size_t e = 0; e < sel.size(); ++e) {
-        if (want.consumed[static_cast<std::size_t>(w)][e]) expected_residual[sel.indices[e]] = 0.0f;
-      }
-      ASSERT_EQ(s.residual_after[static_cast<std::size_t>(it)], expected_residual) << where;
+      ASSERT_EQ(s.selection[ii].indices, replay.selection(w).indices) << where;
+      ASSERT_EQ(s.selection[ii].values, replay.selection(w).values) << where;
+      ASSERT_EQ(replay.sum_difference(s.result[ii]), "") << where;
+      ASSERT_EQ(s.result[ii].consumed, replay.reference().consumed[static_cast<std::size_t>(w)]) << where;
+      const auto residual = replay.residual(w);
+      ASSERT_TRUE(std::equal(residual.begin(), residual.end(), s.residual_after[ii].begin(), s.residual_after[ii].end()))
+          << where << ": residual differs from the replay's";
     }
-    // Conservation: sum_w acc_w == aggregated / scale + sum_w residual_w, to rounding. Without
-    // error feedback the residual is what this iteration dropped.
-    std::vector<double> lhs(c.n, 0.0), rhs(c.n, 0.0);
-    for (const Seen& s : seen) {
-      for (std::size_t i = 0; i < c.n; ++i) {
-        lhs[i] += s.acc[static_cast<std::size_t>(it)][i];
-        rhs[i] += s.residual_after[static_cast<std::size_t>(it)][i];
-      }
-    }
-    const Aggregation& agg = seen[0].result[static_cast<std::size_t>(it)];
-    if (agg.dense) {
-      for (std::size_t i = 0; i < c.n; ++i) rhs[i] += agg.dense_sum[i] / scale;
-    } else {
-      for (std::size_t e = 0; e < agg.sum.size(); ++e) rhs[agg.sum.indices[e]] += agg.sum.values[e] / scale;
-    }
-    double diff = 0.0, norm = 0.0;
-    for (std::size_t i = 0; i < c.n; ++i) {
-      diff += (lhs[i] - rhs[i]) * (lhs[i] - rhs[i]);
-      norm += lhs[i] * lhs[i];
-    }
-    EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-12) << "conservation at iteration " << it;
+    EXPECT_LE(replay.conservation_error(seen[0].result[ii]), 1e-5) << "conservation at iteration " << it;
   }
 
   // Bytes and messages per rank against the closed form (exact-count compressors only).

@@ -1,0 +1,105 @@
+#include "sparsgd/collectives/replay.hpp"
+
+#include <cmath>
+
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd::collectives {
+namespace {
+
+// Before any member is sized from them.
+std::size_t checked_length(const ExchangeConfig& config, std::size_t n, int workers) {
+  validate(config);
+  SPARSGD_ENFORCE(workers >= 1, "the replay needs at least one worker, got " << workers);
+  return n;
+}
+
+}  // namespace
+
+ExchangeReplay::ExchangeReplay(const ExchangeConfig& config, std::size_t n, int workers)
+    : n_(checked_length(config, n, workers)),
+      k_(k_from_density(n, config.density)),
+      error_feedback_(config.error_feedback),
+      exact_order_(config.aggregator != "dense" && config.aggregator != "randk-shared"),
+      aggregator_(config.aggregator),
+      scale_(1.0),
+      residual_(static_cast<std::size_t>(workers), std::vector<float>(n, 0.0f)),
+      selections_(static_cast<std::size_t>(workers)),
+      gradient_(n),
+      consumed_sum_(n, 0.0) {
+  for (int w = 0; w < workers; ++w) compressors_.push_back(compress::make_compressor(config.compressor));
+  scale_ = compressors_[0]->value_scale(n, k_);
+}
+
+void ExchangeReplay::step(std::uint64_t iteration, const std::function<void(int, std::span<float>)>& gradient) {
+  for (const std::uint32_t i : touched_) consumed_sum_[i] = 0.0;
+  touched_.clear();
+  for (int w = 0; w < workers(); ++w) {
+    const auto iw = static_cast<std::size_t>(w);
+    std::vector<float>& acc = residual_[iw];  // acc until the update below, then the residual
+    gradient(w, gradient_);
+    for (std::size_t i = 0; i < n_; ++i) acc[i] = (error_feedback_ ? acc[i] : 0.0f) + gradient_[i];
+    compressors_[iw]->compress(acc, k_, {iteration, w}, selections_[iw]);
+  }
+  reference_ = reference_aggregate(aggregator_, selections_, k_);
+  for (int w = 0; w < workers(); ++w) {
+    const auto iw = static_cast<std::size_t>(w);
+    std::vector<float>& acc = residual_[iw];
+    const SparseVector& sel = selections_[iw];
+    for (std::size_t e = 0; e < sel.size(); ++e) {
+      if (!reference_.consumed[iw][e]) continue;
+      const std::uint32_t i = sel.indices[e];
+      consumed_sum_[i] += acc[i];
+      touched_.push_back(i);
+      acc[i] = 0.0f;
+    }
+  }
+}
+
+std::string ExchangeReplay::sum_difference(const Aggregation& got) const {
+  const ReferenceAggregation& want = reference_;
+  const int terms = workers();
+  auto differs = [&](float a, float b, std::size_t i) {
+    return exact_order_ ? a != b : !sums_agree(a, b, want.magnitude[i], terms);
+  };
+  if (got.dense != want.dense) return got.dense ? "a dense sum where a sparse one was expected" : "a sparse sum where a dense one was expected";
+  if (got.dense) {
+    if (got.dense_sum.size() != want.dense_sum.size()) return "a dense sum of another length";
+    for (std::size_t i = 0; i < got.dense_sum.size(); ++i) {
+      if (differs(got.dense_sum[i], want.dense_sum[i], i)) {
+        return "entry " + std::to_string(i) + ": " + std::to_string(got.dense_sum[i]) + " where the reference has " +
+               std::to_string(want.dense_sum[i]);
+      }
+    }
+    return "";
+  }
+  if (got.sum.indices != want.sum.indices) return "the sum's indices differ from the reference's";
+  for (std::size_t e = 0; e < got.sum.size(); ++e) {
+    if (differs(got.sum.values[e], want.sum.values[e], e)) {
+      return "index " + std::to_string(got.sum.indices[e]) + ": " + std::to_string(got.sum.values[e]) +
+             " where the reference has " + std::to_string(want.sum.values[e]);
+    }
+  }
+  return "";
+}
+
+double ExchangeReplay::conservation_error(const Aggregation& aggregated) const {
+  // Both sides are zero outside the touched indices and the aggregated sum's own.
+  double diff = 0.0, norm = 0.0;
+  auto add = [&](double left, double right) {
+    diff += (left - right) * (left - right);
+    norm += right * right;
+  };
+  if (aggregated.dense) {
+    SPARSGD_ENFORCE_EQ(aggregated.dense_sum.size(), n_, "conservation: a dense sum of another length");
+    for (std::size_t i = 0; i < n_; ++i) add(scale_ * consumed_sum_[i], aggregated.dense_sum[i]);
+  } else {
+    std::vector<double> agg(n_, 0.0);
+    for (std::size_t e = 0; e < aggregated.sum.size(); ++e) agg[aggregated.sum.indices[e]] = aggregated.sum.values[e];
+    for (std::size_t i = 0; i < n_; ++i) add(scale_ * consumed_sum_[i], agg[i]);
+  }
+  return norm > 0.0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+}  // namespace sparsgd::collectives

@@ -1,0 +1,50 @@
+// The serial replay the conformance tests and `bench comm` check against must itself catch what
+// it exists to catch: a wrong sum, a sum of the wrong kind, mass that went missing.
+
+#include <gtest/gtest.h>
+
+#include "sparsgd/collectives/replay.hpp"
+#include "sparsgd/core/synthetic.hpp"
+
+namespace sparsgd::collectives {
+namespace {
+
+TEST(ExchangeReplay, CatchesWrongSumsAndLostMass) {
+  for (const char* aggregator : {"gtopk-rd", "allgather", "dense"}) {
+    ExchangeConfig config;
+    config.aggregator = aggregator;
+    config.density = 0.05;
+    config.compressor.name = std::string(aggregator) == "dense" ? "none" : "topk";
+    ExchangeReplay replay(config, 2000, 3);
+    replay.step(0, [](int w, std::span<float> out) { fill_gradient(out, 4, w, 0); });
+    Aggregation right;
+    right.dense = replay.reference().dense;
+    right.sum = replay.reference().sum;
+    right.dense_sum = replay.reference().dense_sum;
+    EXPECT_EQ(replay.sum_difference(right), "") << aggregator;
+    EXPECT_LT(replay.conservation_error(right), 1e-6) << aggregator;
+    Aggregation wrong = right;
+    if (wrong.dense) {
+      wrong.dense_sum[7] += 0.5f;
+    } else {
+      wrong.sum.values[3] += 0.5f;
+    }
+    EXPECT_NE(replay.sum_difference(wrong), "") << aggregator;
+    EXPECT_GT(replay.conservation_error(wrong), 1e-4) << aggregator;
+    Aggregation other_kind = right;
+    other_kind.dense = !right.dense;
+    EXPECT_NE(replay.sum_difference(other_kind), "") << aggregator;
+  }
+}
+
+TEST(ExchangeReplay, RefusesWhatTheExchangeRefuses) {
+  ExchangeConfig config;
+  config.compressor.name = "randk-unbiased";  // needs error feedback off
+  EXPECT_THROW(ExchangeReplay(config, 100, 2), InvalidArgument);
+  config.error_feedback = false;
+  EXPECT_THROW(ExchangeReplay(config, 100, 0), InvalidArgument);
+  EXPECT_THROW(ExchangeReplay(config, 100, -1), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparsgd::collectives
