@@ -22,7 +22,6 @@
 #include "cli/statistics.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
-#include "sparsgd/collectives/reference.hpp"
 #include "sparsgd/collectives/replay.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/density.hpp"

@@ -16,6 +16,12 @@ constexpr unsigned kMaxRice = 31;
 
 [[noreturn]] void bad(const std::string& what) { throw wire::WireError("compressed indices: " + what); }
 
+// The encoder's refusal of index i, which is not below n or not above the one before it.
+[[noreturn]] void refuse_index(std::uint32_t index, std::size_t i, std::uint32_t n) {
+  SPARSGD_ENFORCE(index < n, "index " << index << " at " << i << " is not below n = " << n);
+  throw InvalidArgument("indices must be strictly ascending (at " + std::to_string(i) + ")");
+}
+
 // Bits of the Rice code of the gaps with parameter b; checks on the way that the indices are
 // strictly ascending and below n (InvalidArgument).
 std::uint64_t checked_rice_bits(std::span<const std::uint32_t> indices, std::uint32_t n, unsigned b) {
@@ -23,10 +29,7 @@ std::uint64_t checked_rice_bits(std::span<const std::uint32_t> indices, std::uin
   std::uint64_t next = 0;  // the smallest index the next one may be
   for (std::size_t i = 0; i < indices.size(); ++i) {
     const std::uint32_t index = indices[i];
-    if (index < next || index >= n) [[unlikely]] {
-      SPARSGD_ENFORCE(index < n, "index " << index << " at " << i << " is not below n = " << n);
-      throw InvalidArgument("indices must be strictly ascending (at " + std::to_string(i) + ")");
-    }
+    if (index < next || index >= n) [[unlikely]] refuse_index(index, i, n);
     bits += (index - next) >> b;
     next = static_cast<std::uint64_t>(index) + 1;
   }
@@ -114,10 +117,7 @@ std::uint64_t write_rice(std::span<const std::uint32_t> indices, std::uint32_t n
   const std::uint32_t low_mask = (std::uint32_t{1} << b) - 1;
   for (std::size_t i = 0; i < indices.size(); ++i) {
     const std::uint32_t index = indices[i];
-    if (index < next || index >= n) [[unlikely]] {
-      SPARSGD_ENFORCE(index < n, "index " << index << " at " << i << " is not below n = " << n);
-      throw InvalidArgument("indices must be strictly ascending (at " + std::to_string(i) + ")");
-    }
+    if (index < next || index >= n) [[unlikely]] refuse_index(index, i, n);
     const auto gap = static_cast<std::uint32_t>(index - next);
     const std::uint32_t quotient = gap >> b;
     bits += quotient;
