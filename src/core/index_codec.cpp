@@ -63,8 +63,9 @@ class BitWriter {
   unsigned used_ = 0;
 };
 
-// Reads bits least significant first; at least 57 bits are buffered after refill() unless the
-// input ends (the branch-free refill of zstd's bit streams: overlapping loads OR in the same bits).
+// Reads bits least significant first; 56 to 63 bits are buffered after refill() unless the input
+// ends (the branch-free refill of zstd's bit streams: overlapping loads OR in the same bits). Never
+// 64: consume(available()) would then shift a 64-bit word by its width.
 class BitReader {
  public:
   explicit BitReader(std::span<const std::byte> in)
@@ -77,7 +78,7 @@ class BitReader {
       p_ += (63 - available_) >> 3;
       available_ |= 56;
     } else {
-      while (available_ <= 56 && p_ < end_) {
+      while (available_ < 56 && p_ < end_) {
         buffer_ |= static_cast<std::uint64_t>(*p_++) << available_;
         available_ += 8;
       }
@@ -85,7 +86,7 @@ class BitReader {
   }
   std::uint64_t buffer() const { return buffer_; }
   unsigned available() const { return available_; }
-  void consume(unsigned bits) {  // bits <= available() <= 63
+  void consume(unsigned bits) {  // bits <= available() < 64
     buffer_ >>= bits;
     available_ -= bits;
   }
@@ -161,7 +162,7 @@ void decode_rice(std::span<const std::byte> code, unsigned b, std::uint32_t n, s
   BitReader reader(code);
   std::uint64_t next = 0;
   const std::uint64_t low_mask = (std::uint64_t{1} << b) - 1;
-  // A refill leaves at least 57 bits; codes at low density take about 12, so most codes are read
+  // A refill leaves at least 56 bits; codes at low density take about 12, so most codes are read
   // without one.
   const unsigned refill_below = std::min(32u + b, 56u);
   for (std::size_t i = 0; i < out.size(); ++i) {

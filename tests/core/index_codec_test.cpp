@@ -302,5 +302,29 @@ TEST(IndexCodec, RandomBytesNeverMisbehave) {
   }
 }
 
+// Long runs of ones (a huge gap's unary part) met at every bit alignment and with every number
+// of bytes left to the end: the bit reader must never shift by its full width (the wire fuzzer
+// found a 64-bit shift when a byte-wise refill near the end filled all 64 bits).
+TEST(IndexCodec, LongUnaryRunsNearTheEndAreReadSafely) {
+  const std::uint32_t n = 0xfffffff0u;
+  for (unsigned b = 0; b <= 31; ++b) {
+    for (std::size_t zeros = 0; zeros <= 17; ++zeros) {
+      for (std::size_t ones = 1; ones <= 17; ++ones) {
+        std::vector<std::byte> bytes{static_cast<std::byte>(Coding::rice), static_cast<std::byte>(b)};
+        bytes.insert(bytes.end(), zeros, std::byte{0x00});
+        bytes.insert(bytes.end(), ones, std::byte{0xff});
+        for (const std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{200}}) {
+          std::vector<std::uint32_t> out(count);
+          try {
+            decode_any(bytes, n, out);
+            for (std::size_t i = 1; i < count; ++i) ASSERT_GT(out[i], out[i - 1]);
+          } catch (const wire::WireError&) {
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sparsgd::index_codec
