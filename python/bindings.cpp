@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
@@ -261,7 +262,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("aggregation_cost", [](const std::string& aggregator, int workers, std::size_t n, double density,
                                const std::string& network) {
     SPARSGD_ENFORCE(workers >= 1, "workers must be >= 1, got " << workers);
-    const auto cost = sim::aggregation_cost(aggregator, workers, n, aggregator == "dense" ? n : k_from_density(n, density),
+    const bool dense = collectives::find_aggregator(aggregator).properties.dense_result;
+    const auto cost = sim::aggregation_cost(aggregator, workers, n, dense ? n : k_from_density(n, density),
                                             transport::parse_network(network));
     py::dict d;
     d["seconds"] = cost.seconds;
@@ -272,6 +274,18 @@ PYBIND11_MODULE(_C, m) {
         "The closed-form alpha-beta cost of one aggregation of n floats (k from the density) on P workers");
   m.def("compressor_names", [] { return compress::compressor_names(); });
   m.def("aggregator_names", [] { return collectives::aggregator_names(); });
+  m.def("aggregator_properties", [](const std::string& name) {
+    const collectives::AggregatorDescriptor& d = collectives::find_aggregator(name);
+    py::dict out;
+    out["name"] = std::string(d.name);
+    out["wire_id"] = d.wire_id;
+    out["summary"] = std::string(d.summary);
+    out["sends_indices"] = d.properties.sends_indices;
+    out["exact_sum_order"] = d.properties.exact_sum_order;
+    out["needs_shared_indices"] = d.properties.needs_shared_indices;
+    out["dense_result"] = d.properties.dense_result;
+    return out;
+  }, py::arg("name"), "What an aggregator's descriptor says of it; raises InvalidArgument for an unknown name");
 
   py::class_<Handle, std::shared_ptr<Handle>>(m, "Transport", "A transport: rank, size, point-to-point messages")
       .def_property_readonly("rank", [](const Handle& h) { return h.transport->rank(); })

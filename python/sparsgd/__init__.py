@@ -9,11 +9,11 @@ training script: a DDP communication hook (``HookState`` + ``hook``) and a Horov
 import torch as _torch  # loads LibTorch before the extension that links it
 
 from . import _C
-from ._C import Error, InvalidArgument, InvalidData, PeerFailed, TransportError
+from ._C import Error, InvalidArgument, InvalidData, PeerFailed, TransportError, aggregator_properties
 
 __version__ = "0.1.0"
 COMPRESSORS = tuple(_C.compressor_names())
 AGGREGATORS = tuple(_C.aggregator_names())
 
 __all__ = ["Error", "InvalidArgument", "InvalidData", "PeerFailed", "TransportError", "COMPRESSORS",
-           "AGGREGATORS"]
+           "AGGREGATORS", "aggregator_properties"]

@@ -64,7 +64,7 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
     if index_coding not in ("raw", "compressed"):
         raise ValueError(f"sparsgd: index_coding must be 'raw' or 'compressed', got {index_coding!r}")
     if shared_seed is None:
-        shared_seed = aggregator == "randk-shared"
+        shared_seed = _C.aggregator_properties(aggregator)["needs_shared_indices"]
     # The combinations (randk-shared with a compressor of shared indices, an unbiased compressor
     # without error feedback) are the C++ layer's rules: asked here, before any exchange.
     _C.validate_exchange(compressor, aggregator, float(density), float(r_factor), seed, bool(shared_seed),

@@ -148,7 +148,7 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   config.compressor.name = o.compressor;
   config.compressor.r_factor = o.r_factor;
   config.compressor.seed = o.seed;
-  config.compressor.shared_seed = o.aggregator == "randk-shared";
+  config.compressor.shared_seed = collectives::find_aggregator(o.aggregator).properties.needs_shared_indices;
   config.aggregator = o.aggregator;
   config.density = o.density;
   config.error_feedback = o.error_feedback;
@@ -396,19 +396,10 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
 // each one process, counted together since they share its memory); verifies_here: whether this
 // process keeps the results and replays all P workers serially to verify them (rank 0).
 MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int workers_here, bool verifies_here) {
-  const double n = static_cast<double>(o.n);
-  const double k = static_cast<double>(k_from_density(o.n, o.density));
-  const double array = 4.0 * n, pairs = 8.0 * k, p = workers;
-  double worker = 0;
-  if (o.aggregator == "dense") {
-    worker = 4.8 * array + 8 * pairs;
-  } else if (o.aggregator == "randk-shared") {
-    worker = 2.1 * array + 4 * pairs;
-  } else if (o.aggregator == "allgather") {
-    worker = 2.2 * array + (4 * p + 8) * pairs;
-  } else {
-    worker = 2.2 * array + 16 * pairs;
-  }
+  const std::size_t k = k_from_density(o.n, o.density);
+  const double array = 4.0 * static_cast<double>(o.n), p = workers;
+  const collectives::AggregatorDescriptor& aggregator = collectives::find_aggregator(o.aggregator);
+  const double worker = aggregator.worker_memory.bytes(o.n, k, workers);
   const double workers_phase = workers_here * worker;
   const std::string workers_part =
       fmt::format("{} worker{} x (gradient, residual, buffers)", workers_here, workers_here == 1 ? "" : "s");
@@ -418,16 +409,12 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
     estimate.add(workers_part, workers_phase);
     return estimate;
   }
-  const double iters = o.iters;
-  const bool dense = o.aggregator == "dense";
-  const double kept = iters * (dense ? array : (o.aggregator == "allgather" ? p : 1.0) * pairs) + p * iters * k;
+  // Every iteration's result and every worker's consumed flags (a byte an entry), kept for the replay.
+  const double kept = o.iters * (aggregator.result_memory.bytes(o.n, k, workers) + p * static_cast<double>(k));
   // The replay holds every worker's residual, one accumulator and the double-precision consumed
-  // sum, and runs after the workers have freed their buffers. The reference aggregation is plain
-  // (maps of entries that remember their contributors, about 25 pairs' worth an entry for the
-  // gTop-k merges), since it is the reference.
-  double reference = (p + 16 * (o.aggregator == "allgather" ? p : 1.0)) * pairs;
-  if (dense) reference = 3 * array + 6 * pairs;
-  if (o.aggregator == "gtopk" || o.aggregator == "gtopk-rd") reference = 25 * (p + (workers > 1 ? 2 : 0)) * pairs;
+  // sum, and runs after the workers have freed their buffers; then the reference aggregation,
+  // which is plain (descriptor.hpp's reference_memory).
+  const double reference = aggregator.reference_memory.bytes(o.n, k, workers);
   const double replay = (p + 3) * array + reference;
   if (workers_phase >= replay) {
     estimate.add(workers_part, workers_phase);
@@ -683,7 +670,7 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--compressor", opt->compressor,
                   "topk, randk, randk-unbiased (needs --error-feedback off), rtopk, gaussiank, dgc or none")
       ->capture_default_str();
-  cmd->add_option("--aggregator", opt->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
+  cmd->add_option("--aggregator", opt->aggregator, aggregator_help())->capture_default_str();
   cmd->add_option("--network", opt->network, "none, 1gbe, 10gbe, paper-1gbe or alpha=SECONDS,bw=BITS_PER_SECOND")->capture_default_str();
   cmd->add_option("--model-network", opt->model_network,
                   "report the closed-form aggregation cost on this network (as --network) next to a measurement "

@@ -164,7 +164,7 @@ void register_train(CLI::App& app) {
       ->capture_default_str();
   add_on_off_option(cmd, "--error-feedback", c->error_feedback,
                     "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
-  cmd->add_option("--aggregator", c->aggregator, "dense, allgather, gtopk, gtopk-rd or randk-shared")->capture_default_str();
+  cmd->add_option("--aggregator", c->aggregator, aggregator_help())->capture_default_str();
   cmd->add_option("--index-coding", c->index_coding,
                   "raw (32 bits an index) or compressed (Golomb-Rice gaps, or a bitmap, whichever is smaller: "
                   "about 12 bits an index at density 0.001); allgather, gtopk and gtopk-rd")

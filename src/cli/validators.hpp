@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "sparsgd/collectives/descriptor.hpp"
+
 namespace sparsgd::cli {
 
 // CLI11 converts "-5" into a huge unsigned value and saturates numbers beyond 64 bits; refuse
@@ -66,6 +68,15 @@ inline void require_decimal_integers(CLI::App& app) {
     if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) option->transform(decimal_integer());
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_decimal_integers(*sub);
+}
+
+// --aggregator's help, from the descriptors: each name with its one-line summary.
+inline std::string aggregator_help() {
+  std::string help = "one of:";
+  for (const collectives::AggregatorDescriptor* d : collectives::aggregator_descriptors()) {
+    help += "\n  " + std::string(d->name) + ": " + std::string(d->summary);
+  }
+  return help;
 }
 
 }  // namespace sparsgd::cli

@@ -5,28 +5,31 @@
 #include <limits>
 
 #include "collectives/algorithms.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
 #include "core/wire_kernels.hpp"
 
 namespace sparsgd::collectives {
 
 const std::vector<std::string>& aggregator_names() {
-  static const std::vector<std::string> names = {"dense", "allgather", "gtopk", "gtopk-rd", "randk-shared"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const AggregatorDescriptor* d : aggregator_descriptors()) all.emplace_back(d->name);
+    return all;
+  }();
   return names;
 }
 
 std::unique_ptr<Aggregator> make_aggregator(const std::string& name, const AggregatorOptions& options) {
-  if (name == "allgather") return make_allgather(options);
-  if (name == "gtopk") return make_gtopk_tree(options);
-  if (name == "gtopk-rd") return make_gtopk_rd(options);
-  const bool known = name == "dense" || name == "randk-shared";
-  if (known && options.index_coding != wire::IndexCoding::raw) {
-    throw InvalidArgument("the " + name + " aggregator sends no indices, so they cannot be compressed: use "
-                          "allgather, gtopk or gtopk-rd, or raw indices");
+  const AggregatorDescriptor& descriptor = find_aggregator(name);
+  if (!descriptor.properties.sends_indices && options.index_coding != wire::IndexCoding::raw) {
+    std::string with_indices;
+    for (const AggregatorDescriptor* d : aggregator_descriptors()) {
+      if (d->properties.sends_indices) with_indices += std::string(with_indices.empty() ? "" : ", ") + std::string(d->name);
+    }
+    throw InvalidArgument("the " + name + " aggregator sends no indices, so they cannot be compressed: use " +
+                          with_indices + ", or raw indices");
   }
-  if (name == "dense") return make_dense_ring();
-  if (name == "randk-shared") return make_randk_shared();
-  throw InvalidArgument("unknown aggregator '" + name +
-                        "' (expected dense, allgather, gtopk, gtopk-rd or randk-shared)");
+  return descriptor.make(options);
 }
 
 void check_local_selection(const SparseVector& local, std::size_t k, std::size_t max_count, const char* who) {

@@ -1,29 +1,21 @@
 #pragma once
-// The built-in aggregators (one file each) and what they share. make_aggregator is the only way to
-// name them.
+// What the built-in aggregators (one file each, with its descriptor) share.
 
 #include <memory>
 
 #include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/wire.hpp"
 
 namespace sparsgd::collectives {
 
-// Wire ids; a message of another algorithm is refused with a clear error.
-enum AlgorithmId : std::uint32_t {
-  kDenseRing = 1,
-  kAllgatherBruck = 2,
-  kGtopkTree = 3,
-  kGtopkRecursiveDoubling = 4,
-  kRandkShared = 5,
-};
-
-std::unique_ptr<Aggregator> make_dense_ring();
-std::unique_ptr<Aggregator> make_allgather(const AggregatorOptions& options);
-std::unique_ptr<Aggregator> make_gtopk_tree(const AggregatorOptions& options);
-std::unique_ptr<Aggregator> make_gtopk_rd(const AggregatorOptions& options);
-std::unique_ptr<Aggregator> make_randk_shared();
+// The descriptors (descriptor.hpp), one in each aggregator's file; registry.cpp lists them.
+const AggregatorDescriptor& dense_ring_descriptor();
+const AggregatorDescriptor& allgather_descriptor();
+const AggregatorDescriptor& gtopk_tree_descriptor();
+const AggregatorDescriptor& gtopk_rd_descriptor();
+const AggregatorDescriptor& randk_shared_descriptor();
 
 // Checks the local selection against (n, k) before anything is sent.
 void check_local_selection(const SparseVector& local, std::size_t k, std::size_t max_count, const char* who);

@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/closed_form.hpp"
+#include "collectives/reference_sets.hpp"
 #include "sparsgd/select/threshold.hpp"
 #include "collectives/tags.hpp"
 
@@ -16,7 +18,7 @@ class AllgatherBruck final : public Aggregator {
  public:
   explicit AllgatherBruck(const AggregatorOptions& options) : coding_(options.index_coding) {}
   std::string name() const override { return "allgather"; }
-  std::uint32_t wire_id() const override { return kAllgatherBruck; }
+  std::uint32_t wire_id() const override { return allgather_descriptor().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     gather_and_sum(t, local, k, out);
@@ -110,10 +112,43 @@ class AllgatherBruck final : public Aggregator {
   std::vector<std::uint8_t> mask_;
 };
 
+CommCost cost(const CostQuery& q) {
+  CommCost cost;
+  if (q.workers == 1) return cost;
+  cost.messages = closed_form::ceil_log2(q.workers);
+  cost.bytes_per_worker = (q.workers - 1) * q.sparse_message_bytes();
+  cost.seconds = cost.messages * q.alpha_seconds + cost.bytes_per_worker * q.seconds_per_byte;
+  return cost;
+}
+
+// Every rank forwards P - 1 blocks of k pairs in ceil(log2 P) rounds.
+RankTraffic traffic(int workers, int, std::size_t, std::size_t k) {
+  return {static_cast<std::uint64_t>(workers - 1) * wire::sparse_message_bytes(k),
+          static_cast<std::uint64_t>(closed_form::ceil_log2(workers))};
+}
+
 }  // namespace
 
-std::unique_ptr<Aggregator> make_allgather(const AggregatorOptions& options) {
-  return std::make_unique<AllgatherBruck>(options);
+const AggregatorDescriptor& allgather_descriptor() {
+  static const AggregatorDescriptor descriptor{
+      .name = "allgather",
+      .wire_id = 2,
+      .summary = "every selection to every worker (Bruck), summed in rank order (Top-k S-SGD)",
+      .properties = {},
+      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
+        return std::make_unique<AllgatherBruck>(options);
+      },
+      .reference = [](const std::vector<SparseVector>& selections, std::size_t) {
+        return reference_sets::sum_in_rank_order(selections);
+      },
+      .cost = cost,
+      .traffic = traffic,
+      // gradient, residual and top-k scratch; P received blocks and their decoded pairs.
+      .worker_memory = {.arrays = 2.2, .pairs = 8, .pairs_per_worker = 4},
+      .reference_memory = {.pairs_per_worker = 17},
+      .result_memory = {.pairs_per_worker = 1},
+  };
+  return descriptor;
 }
 
 }  // namespace sparsgd::collectives

@@ -2,8 +2,10 @@
 // and summed with a ring allreduce. Every local entry is consumed.
 
 #include <algorithm>
+#include <cmath>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/closed_form.hpp"
 #include "collectives/tags.hpp"
 
 namespace sparsgd::collectives {
@@ -12,7 +14,7 @@ namespace {
 class DenseRing final : public Aggregator {
  public:
   std::string name() const override { return "dense"; }
-  std::uint32_t wire_id() const override { return kDenseRing; }
+  std::uint32_t wire_id() const override { return dense_ring_descriptor().wire_id; }
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     check_local_selection(local, k, local.dim, "dense");
     out.dense = true;
@@ -27,8 +29,40 @@ class DenseRing final : public Aggregator {
   }
 };
 
+ReferenceAggregation reference(const std::vector<SparseVector>& selections, std::size_t) {
+  const std::size_t n = selections.front().dim;
+  ReferenceAggregation out;
+  out.dense = true;
+  out.dense_sum.assign(n, 0.0f);
+  out.magnitude.assign(n, 0.0);
+  for (const SparseVector& s : selections) {
+    out.consumed.emplace_back(s.size(), 1);
+    for (std::size_t e = 0; e < s.size(); ++e) {
+      out.dense_sum[s.indices[e]] += s.values[e];
+      out.magnitude[s.indices[e]] += std::fabs(static_cast<double>(s.values[e]));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::unique_ptr<Aggregator> make_dense_ring() { return std::make_unique<DenseRing>(); }
+const AggregatorDescriptor& dense_ring_descriptor() {
+  static const AggregatorDescriptor descriptor{
+      .name = "dense",
+      .wire_id = 1,
+      .summary = "ring allreduce of all n values (dense S-SGD)",
+      .properties = {.sends_indices = false, .exact_sum_order = false, .dense_result = true},
+      .make = [](const AggregatorOptions&) -> std::unique_ptr<Aggregator> { return std::make_unique<DenseRing>(); },
+      .reference = reference,
+      .cost = [](const CostQuery& q) { return closed_form::ring_cost(q.n, q); },
+      .traffic = [](int workers, int rank, std::size_t n, std::size_t) { return closed_form::ring_traffic(n, workers, rank); },
+      // gradient, residual, the dense sum and the ring's buffers; the reference's sum and magnitudes.
+      .worker_memory = {.arrays = 4.8, .pairs = 8},
+      .reference_memory = {.arrays = 3, .pairs = 6},
+      .result_memory = {.arrays = 1},
+  };
+  return descriptor;
+}
 
 }  // namespace sparsgd::collectives

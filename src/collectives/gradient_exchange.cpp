@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/transport/network_model.hpp"
@@ -13,9 +14,9 @@ void validate(const ExchangeConfig& config) {
   make_aggregator(config.aggregator, {config.index_coding});
   validate_density(config.density);
   const bool randk_family = config.compressor.name == "randk" || config.compressor.name == "randk-unbiased";
-  SPARSGD_ENFORCE(config.aggregator != "randk-shared" || randk_family,
-                  "the randk-shared aggregator needs the randk or randk-unbiased compressor (its workers must select "
-                  "the same indices), not " << config.compressor.name);
+  SPARSGD_ENFORCE(!find_aggregator(config.aggregator).properties.needs_shared_indices || randk_family,
+                  "the " << config.aggregator << " aggregator needs the randk or randk-unbiased compressor (its workers "
+                  "must select the same indices), not " << config.compressor.name);
   SPARSGD_ENFORCE(!config.error_feedback || !compressor->scales_values(),
                   "the " << config.compressor.name
                          << " compressor scales the values it sends, which error feedback cannot account for: "

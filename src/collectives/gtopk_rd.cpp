@@ -12,6 +12,8 @@
 #include <bit>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/closed_form.hpp"
+#include "collectives/reference_sets.hpp"
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/select/threshold.hpp"
 #include "collectives/tags.hpp"
@@ -27,7 +29,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
  public:
   explicit GtopkRecursiveDoubling(const AggregatorOptions& options) : coding_(options.index_coding) {}
   std::string name() const override { return "gtopk-rd"; }
-  std::uint32_t wire_id() const override { return kGtopkRecursiveDoubling; }
+  std::uint32_t wire_id() const override { return gtopk_rd_descriptor().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     const std::size_t capacity = select::threshold_max_count(k);
@@ -199,10 +201,77 @@ class GtopkRecursiveDoubling final : public Aggregator {
   std::vector<std::byte> outgoing_[2];  // the message being sent and the one the next merge writes
 };
 
+ReferenceAggregation reference(const std::vector<SparseVector>& selections, std::size_t k) {
+  using reference_sets::merge_topk;
+  std::vector<reference_sets::Set> sets = reference_sets::to_sets(selections);
+  const int p = static_cast<int>(sets.size());
+  const int p2 = closed_form::power_of_two_floor(p);
+  for (int r = 0; r + p2 < p; ++r) sets[r] = merge_topk(sets[r], sets[r + p2], k);
+  for (int dist = 1; dist < p2; dist <<= 1) {
+    for (int r = 0; r < p2; ++r) {
+      if (r & dist) continue;
+      const reference_sets::Set merged = merge_topk(sets[r], sets[r ^ dist], k);
+      sets[r] = merged;
+      sets[r ^ dist] = merged;
+    }
+  }
+  return reference_sets::from_final_set(sets[0], selections);
+}
+
+// log2 P' rounds of k pairs; when P is not a power of two, a fold (k pairs) before them and an
+// unfold (k pairs and a k-bit mask) after.
+CommCost cost(const CostQuery& q) {
+  CommCost cost;
+  if (q.workers == 1) return cost;
+  const int p2 = closed_form::power_of_two_floor(q.workers);
+  const int rounds = closed_form::ceil_log2(p2);
+  const double pairs = q.sparse_message_bytes();
+  cost.messages = rounds;
+  cost.seconds = rounds * (q.alpha_seconds + pairs * q.seconds_per_byte);
+  cost.bytes_per_worker = rounds * pairs;
+  if (p2 != q.workers) {
+    const double down = q.sparse_message_bytes(q.k);
+    cost.messages += 2;
+    cost.seconds += (q.alpha_seconds + pairs * q.seconds_per_byte) + (q.alpha_seconds + down * q.seconds_per_byte);
+    cost.bytes_per_worker += down;
+  }
+  return cost;
+}
+
+RankTraffic traffic(int workers, int rank, std::size_t, std::size_t k) {
+  const int p2 = closed_form::power_of_two_floor(workers);
+  if (rank >= p2) return {wire::sparse_message_bytes(k), 1};  // the fold only
+  RankTraffic t;
+  for (int dist = 1; dist < p2; dist <<= 1) {
+    t.bytes += wire::sparse_message_bytes(k);
+    ++t.messages;
+  }
+  if (rank < workers - p2) {  // the unfold
+    t.bytes += wire::sparse_message_bytes(k, k);
+    ++t.messages;
+  }
+  return t;
+}
+
 }  // namespace
 
-std::unique_ptr<Aggregator> make_gtopk_rd(const AggregatorOptions& options) {
-  return std::make_unique<GtopkRecursiveDoubling>(options);
+const AggregatorDescriptor& gtopk_rd_descriptor() {
+  static const AggregatorDescriptor descriptor{
+      .name = "gtopk-rd",
+      .wire_id = 4,
+      .summary = "global top-k by recursive doubling, every rank merging (gTop-k, any P)",
+      .properties = {},
+      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
+        return std::make_unique<GtopkRecursiveDoubling>(options);
+      },
+      .reference = reference,
+      .cost = cost,
+      .traffic = traffic,
+      .worker_memory = {.arrays = 2.2, .pairs = 16},
+      .reference_memory = {.pairs = 50, .pairs_per_worker = 25},
+      .result_memory = {.pairs = 1},
+  };
+  return descriptor;
 }
 
 }  // namespace sparsgd::collectives

@@ -11,6 +11,8 @@
 #include <algorithm>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/closed_form.hpp"
+#include "collectives/reference_sets.hpp"
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/select/threshold.hpp"
 #include "collectives/tags.hpp"
@@ -25,7 +27,7 @@ class GtopkTree final : public Aggregator {
  public:
   explicit GtopkTree(const AggregatorOptions& options) : coding_(options.index_coding) {}
   std::string name() const override { return "gtopk"; }
-  std::uint32_t wire_id() const override { return kGtopkTree; }
+  std::uint32_t wire_id() const override { return gtopk_tree_descriptor().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     const std::size_t capacity = select::threshold_max_count(k);
@@ -103,10 +105,67 @@ class GtopkTree final : public Aggregator {
   std::vector<std::byte> message_;
 };
 
+// Binomial tree: in round `mask`, rank r (r % 2 mask == 0) merges rank r + mask's set.
+ReferenceAggregation reference(const std::vector<SparseVector>& selections, std::size_t k) {
+  std::vector<reference_sets::Set> sets = reference_sets::to_sets(selections);
+  const auto p = sets.size();
+  for (std::size_t mask = 1; mask < p; mask <<= 1) {
+    for (std::size_t r = 0; r + mask < p; r += 2 * mask) sets[r] = reference_sets::merge_topk(sets[r], sets[r + mask], k);
+  }
+  return reference_sets::from_final_set(sets[0], selections);
+}
+
+// ceil(log2 P) rounds up with k pairs, as many down with k pairs and a k-bit mask; the root sends
+// the most: one broadcast message a round.
+CommCost cost(const CostQuery& q) {
+  CommCost cost;
+  if (q.workers == 1) return cost;
+  const int rounds = closed_form::ceil_log2(q.workers);
+  const double up = q.sparse_message_bytes(), down = q.sparse_message_bytes(q.k);
+  cost.messages = 2.0 * rounds;
+  cost.seconds = rounds * (q.alpha_seconds + up * q.seconds_per_byte) + rounds * (q.alpha_seconds + down * q.seconds_per_byte);
+  cost.bytes_per_worker = rounds * down;
+  return cost;
+}
+
+RankTraffic traffic(int workers, int rank, std::size_t, std::size_t k) {
+  RankTraffic t;
+  if (rank != 0) {  // one message up to the parent
+    t.bytes += wire::sparse_message_bytes(k);
+    ++t.messages;
+  }
+  // One broadcast message to each child: rank r + m for each power of two m below r's lowest set
+  // bit (every power of two for the root), inside [0, P).
+  for (int m = 1; m < workers; m <<= 1) {
+    if (rank != 0 && m >= (rank & -rank)) break;
+    if (rank + m < workers) {
+      t.bytes += wire::sparse_message_bytes(k, k);
+      ++t.messages;
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
-std::unique_ptr<Aggregator> make_gtopk_tree(const AggregatorOptions& options) {
-  return std::make_unique<GtopkTree>(options);
+const AggregatorDescriptor& gtopk_tree_descriptor() {
+  static const AggregatorDescriptor descriptor{
+      .name = "gtopk",
+      .wire_id = 3,
+      .summary = "global top-k by a binomial-tree reduce and broadcast (the gTop-k paper's scheme)",
+      .properties = {},
+      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
+        return std::make_unique<GtopkTree>(options);
+      },
+      .reference = reference,
+      .cost = cost,
+      .traffic = traffic,
+      .worker_memory = {.arrays = 2.2, .pairs = 16},
+      // Entries that remember their contributors: about 25 pairs' worth an entry.
+      .reference_memory = {.pairs = 50, .pairs_per_worker = 25},
+      .result_memory = {.pairs = 1},
+  };
+  return descriptor;
 }
 
 }  // namespace sparsgd::collectives

@@ -3,6 +3,9 @@
 // picks differ (different seeds, another compressor) fail instead of summing unrelated entries.
 
 #include "collectives/algorithms.hpp"
+#include "collectives/closed_form.hpp"
+#include "collectives/reference_sets.hpp"
+#include "sparsgd/core/error.hpp"
 #include "sparsgd/core/hash.hpp"
 #include "collectives/tags.hpp"
 
@@ -17,7 +20,7 @@ std::uint32_t index_checksum(const std::vector<std::uint32_t>& indices) {
 class RandkShared final : public Aggregator {
  public:
   std::string name() const override { return "randk-shared"; }
-  std::uint32_t wire_id() const override { return kRandkShared; }
+  std::uint32_t wire_id() const override { return randk_shared_descriptor().wire_id; }
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     check_local_selection(local, k, local.dim, "randk-shared");
     out.dense = false;
@@ -31,8 +34,30 @@ class RandkShared final : public Aggregator {
   }
 };
 
+ReferenceAggregation reference(const std::vector<SparseVector>& selections, std::size_t) {
+  for (const SparseVector& s : selections) {
+    SPARSGD_ENFORCE(s.indices == selections.front().indices, "randk-shared needs identical indices on all workers");
+  }
+  return reference_sets::sum_in_rank_order(selections);
+}
+
 }  // namespace
 
-std::unique_ptr<Aggregator> make_randk_shared() { return std::make_unique<RandkShared>(); }
+const AggregatorDescriptor& randk_shared_descriptor() {
+  static const AggregatorDescriptor descriptor{
+      .name = "randk-shared",
+      .wire_id = 5,
+      .summary = "ring allreduce of the k values of indices every worker drew with one seed",
+      .properties = {.sends_indices = false, .exact_sum_order = false, .needs_shared_indices = true},
+      .make = [](const AggregatorOptions&) -> std::unique_ptr<Aggregator> { return std::make_unique<RandkShared>(); },
+      .reference = reference,
+      .cost = [](const CostQuery& q) { return closed_form::ring_cost(q.k, q); },
+      .traffic = [](int workers, int rank, std::size_t, std::size_t k) { return closed_form::ring_traffic(k, workers, rank); },
+      .worker_memory = {.arrays = 2.1, .pairs = 4},
+      .reference_memory = {.pairs = 16, .pairs_per_worker = 1},
+      .result_memory = {.pairs = 1},
+  };
+  return descriptor;
+}
 
 }  // namespace sparsgd::collectives

@@ -4,30 +4,22 @@
 #include <cmath>
 #include <map>
 
+#include "collectives/reference_sets.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::collectives {
-namespace {
+namespace reference_sets {
 
-struct Contribution {
-  int worker;
-  std::size_t entry;
-};
-
-struct Pair {
-  float value = 0.0f;
-  std::vector<Contribution> from;
-};
-
-using Set = std::map<std::uint32_t, Pair>;
-
-Set to_set(const SparseVector& selection, int worker) {
-  Set set;
-  for (std::size_t e = 0; e < selection.size(); ++e) set[selection.indices[e]] = {selection.values[e], {{worker, e}}};
-  return set;
+std::vector<Set> to_sets(const std::vector<SparseVector>& selections) {
+  std::vector<Set> sets(selections.size());
+  for (std::size_t w = 0; w < selections.size(); ++w) {
+    const SparseVector& s = selections[w];
+    for (std::size_t e = 0; e < s.size(); ++e) sets[w][s.indices[e]] = {s.values[e], {{static_cast<int>(w), e}}};
+  }
+  return sets;
 }
 
-// own (+) incoming, own's value first, then the k largest |value| with ties by lower index.
 Set merge_topk(const Set& own, const Set& incoming, std::size_t k) {
   Set merged = own;
   for (const auto& [index, pair] : incoming) {
@@ -64,14 +56,27 @@ ReferenceAggregation from_final_set(const Set& final_set, const std::vector<Spar
   return out;
 }
 
-ReferenceAggregation all_consumed(const std::vector<SparseVector>& selections) {
+ReferenceAggregation sum_in_rank_order(const std::vector<SparseVector>& selections) {
   ReferenceAggregation out;
   out.sum.dim = selections.front().dim;
   for (const SparseVector& s : selections) out.consumed.emplace_back(s.size(), 1);
+  std::map<std::uint32_t, std::pair<float, double>> sum;  // value, magnitude
+  for (const SparseVector& s : selections) {
+    for (std::size_t e = 0; e < s.size(); ++e) {
+      auto& [value, magnitude] = sum[s.indices[e]];
+      value += s.values[e];
+      magnitude += std::fabs(static_cast<double>(s.values[e]));
+    }
+  }
+  for (const auto& [index, entry] : sum) {
+    out.sum.indices.push_back(index);
+    out.sum.values.push_back(entry.first);
+    out.magnitude.push_back(entry.second);
+  }
   return out;
 }
 
-}  // namespace
+}  // namespace reference_sets
 
 bool sums_agree(float a, float b, double magnitude, int terms) {
   const double mu = static_cast<double>(std::max(terms - 1, 0)) * 0x1.0p-24;
@@ -81,68 +86,12 @@ bool sums_agree(float a, float b, double magnitude, int terms) {
 
 ReferenceAggregation reference_aggregate(const std::string& aggregator, const std::vector<SparseVector>& selections,
                                          std::size_t k) {
+  const AggregatorDescriptor& descriptor = find_aggregator(aggregator);
   SPARSGD_ENFORCE(!selections.empty(), "reference needs at least one worker");
-  const int p = static_cast<int>(selections.size());
-  const std::size_t n = selections.front().dim;
-  if (aggregator == "dense") {
-    ReferenceAggregation out = all_consumed(selections);
-    out.dense = true;
-    out.dense_sum.assign(n, 0.0f);
-    out.magnitude.assign(n, 0.0);
-    for (const SparseVector& s : selections) {
-      for (std::size_t e = 0; e < s.size(); ++e) {
-        out.dense_sum[s.indices[e]] += s.values[e];
-        out.magnitude[s.indices[e]] += std::fabs(static_cast<double>(s.values[e]));
-      }
-    }
-    return out;
+  for (const SparseVector& s : selections) {
+    SPARSGD_ENFORCE(s.dim == selections.front().dim, "reference: the workers' selections differ in dimension");
   }
-  if (aggregator == "allgather" || aggregator == "randk-shared") {
-    if (aggregator == "randk-shared") {
-      for (const SparseVector& s : selections) {
-        SPARSGD_ENFORCE(s.indices == selections.front().indices, "randk-shared needs identical indices on all workers");
-      }
-    }
-    ReferenceAggregation out = all_consumed(selections);
-    std::map<std::uint32_t, std::pair<float, double>> sum;  // value, magnitude
-    for (const SparseVector& s : selections) {
-      for (std::size_t e = 0; e < s.size(); ++e) {
-        auto& [value, magnitude] = sum[s.indices[e]];
-        value += s.values[e];
-        magnitude += std::fabs(static_cast<double>(s.values[e]));
-      }
-    }
-    for (const auto& [index, entry] : sum) {
-      out.sum.indices.push_back(index);
-      out.sum.values.push_back(entry.first);
-      out.magnitude.push_back(entry.second);
-    }
-    return out;
-  }
-  std::vector<Set> sets;
-  for (int w = 0; w < p; ++w) sets.push_back(to_set(selections[static_cast<std::size_t>(w)], w));
-  if (aggregator == "gtopk") {
-    // Binomial tree: in round `mask`, rank r (r % 2mask == 0) merges rank r + mask's set.
-    for (int mask = 1; mask < p; mask <<= 1) {
-      for (int r = 0; r + mask < p; r += 2 * mask) sets[r] = merge_topk(sets[r], sets[r + mask], k);
-    }
-    return from_final_set(sets[0], selections);
-  }
-  if (aggregator == "gtopk-rd") {
-    int p2 = 1;
-    while (p2 * 2 <= p) p2 *= 2;
-    for (int r = 0; r + p2 < p; ++r) sets[r] = merge_topk(sets[r], sets[r + p2], k);
-    for (int dist = 1; dist < p2; dist <<= 1) {
-      for (int r = 0; r < p2; ++r) {
-        if (r & dist) continue;
-        const Set merged = merge_topk(sets[r], sets[r ^ dist], k);
-        sets[r] = merged;
-        sets[r ^ dist] = merged;
-      }
-    }
-    return from_final_set(sets[0], selections);
-  }
-  throw InvalidArgument("reference: unknown aggregator '" + aggregator + "'");
+  return descriptor.reference(selections, k);
 }
 
 std::vector<float> reference_average(const ReferenceAggregation& aggregation, std::size_t n, int workers) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 
@@ -22,7 +23,7 @@ ExchangeReplay::ExchangeReplay(const ExchangeConfig& config, std::size_t n, int 
     : n_(checked_length(config, n, workers)),
       k_(k_from_density(n, config.density)),
       error_feedback_(config.error_feedback),
-      exact_order_(config.aggregator != "dense" && config.aggregator != "randk-shared"),
+      exact_order_(find_aggregator(config.aggregator).properties.exact_sum_order),
       aggregator_(config.aggregator),
       scale_(1.0),
       residual_(static_cast<std::size_t>(workers), std::vector<float>(n, 0.0f)),

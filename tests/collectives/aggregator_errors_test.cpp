@@ -87,7 +87,7 @@ TEST_P(DisagreeingRanks, DifferentAlgorithmFails) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAggregator, DisagreeingRanks,
-                         ::testing::Values("dense", "allgather", "gtopk", "gtopk-rd", "randk-shared"),
+                         ::testing::ValuesIn(aggregator_names()),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) {
@@ -168,7 +168,7 @@ TEST(AggregatorErrors, SilentPeerTimesOutNamingIt) {
 
 TEST(AggregatorErrors, RejectsBadLocalSelections) {
   transport::run_local_workers(1, [](transport::Transport& t) {
-    for (const char* name : {"dense", "allgather", "gtopk", "gtopk-rd", "randk-shared"}) {
+    for (const std::string& name : aggregator_names()) {
       auto aggregator = make_aggregator(name);
       Aggregation out;
       SparseVector unsorted{100, {5, 3}, {1.0f, 2.0f}};

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/closed_form_bytes.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/reference.hpp"
@@ -140,46 +141,60 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
   }
 }
 
+// Every registered aggregator (its descriptor says which compressors it takes and whether it sends
+// indices), so that a new one is checked without touching this list.
 inline std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  const int worker_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 32};
-  const char* sparse_aggregators[] = {"allgather", "gtopk", "gtopk-rd"};
-  for (const int p : worker_counts) {
-    for (const char* agg : sparse_aggregators) {
-      cases.push_back({p, 1000, 0.01, "topk", agg});
-      cases.push_back({p, 20011, 0.005, "topk", agg});
-    }
-    cases.push_back({p, 1000, 0.01, "topk", "dense"});
-    cases.push_back({p, 1013, 1.0, "none", "dense"});
-    cases.push_back({p, 5000, 0.01, "randk", "randk-shared"});
+  std::vector<std::string> shared, ordinary, with_indices;
+  for (const collectives::AggregatorDescriptor* d : collectives::aggregator_descriptors()) {
+    (d->properties.needs_shared_indices ? shared : ordinary).emplace_back(d->name);
+    if (d->properties.sends_indices) with_indices.emplace_back(d->name);
   }
-  // Every compressor through the tree and recursive doubling at awkward worker counts, including
-  // the threshold compressors whose counts vary by worker, and tiny sizes.
+  const auto dense_result = [](const std::string& name) {
+    return collectives::find_aggregator(name).properties.dense_result;
+  };
+  const int worker_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 32};
+  for (const int p : worker_counts) {
+    for (const std::string& agg : ordinary) {
+      cases.push_back({p, 1000, 0.01, "topk", agg});
+      if (dense_result(agg)) {
+        cases.push_back({p, 1013, 1.0, "none", agg});
+      } else {
+        cases.push_back({p, 20011, 0.005, "topk", agg});
+      }
+    }
+    for (const std::string& agg : shared) cases.push_back({p, 5000, 0.01, "randk", agg});
+  }
+  // Every compressor at awkward worker counts, including the threshold compressors whose counts
+  // vary by worker, and tiny sizes.
   for (const int p : {3, 6, 8}) {
     for (const char* comp : {"randk", "rtopk", "gaussiank", "dgc", "none"}) {
-      for (const char* agg : {"allgather", "gtopk", "gtopk-rd", "dense"}) {
-        if (std::string(comp) == "none" && std::string(agg) != "dense") continue;
+      for (const std::string& agg : ordinary) {
+        if (std::string(comp) == "none" && !dense_result(agg)) continue;
         cases.push_back({p, 3001, 0.02, comp, agg});
       }
     }
-    cases.push_back({p, 1, 1.0, "topk", "gtopk"});
-    cases.push_back({p, 1, 1.0, "topk", "gtopk-rd"});
-    cases.push_back({p, 7, 0.5, "topk", "allgather"});
-    cases.push_back({p, 40, 1.0, "topk", "gtopk-rd"});
+    for (const std::string& agg : with_indices) {
+      cases.push_back({p, 1, 1.0, "topk", agg});
+      cases.push_back({p, 7, 0.5, "topk", agg});
+      cases.push_back({p, 40, 1.0, "topk", agg});
+    }
   }
   // Without error feedback (every aggregator), and the unbiased random-k, which needs it off.
   for (const int p : {1, 2, 3, 5, 8, 16}) {
-    for (const char* agg : {"allgather", "gtopk", "gtopk-rd", "dense"}) cases.push_back({p, 3001, 0.02, "topk", agg, false});
-    cases.push_back({p, 3001, 0.02, "rtopk", "gtopk-rd", false});
-    cases.push_back({p, 5000, 0.01, "randk", "randk-shared", false});
-    cases.push_back({p, 5000, 0.01, "randk-unbiased", "randk-shared", false});
-    cases.push_back({p, 3001, 0.02, "randk-unbiased", "allgather", false});
+    for (const std::string& agg : ordinary) cases.push_back({p, 3001, 0.02, "topk", agg, false});
+    for (const std::string& agg : shared) {
+      cases.push_back({p, 5000, 0.01, "randk", agg, false});
+      cases.push_back({p, 5000, 0.01, "randk-unbiased", agg, false});
+    }
+    for (const std::string& agg : with_indices) cases.push_back({p, 3001, 0.02, "randk-unbiased", agg, false});
+    cases.push_back({p, 3001, 0.02, "rtopk", "gtopk-rd", false});  // rTop-k with gTop-k, which no paper measured
     cases.push_back({p, 1, 1.0, "randk-unbiased", "gtopk-rd", false});
   }
   // Compressed indices: every aggregator that sends indices, sparse sets (Rice codes), dense ones
   // (bitmaps) and tiny ones (raw), with and without error feedback.
   for (const int p : {1, 2, 3, 4, 5, 7, 8, 16, 17}) {
-    for (const char* agg : {"allgather", "gtopk", "gtopk-rd"}) {
+    for (const std::string& agg : with_indices) {
       cases.push_back({p, 20011, 0.005, "topk", agg, true, true});
       cases.push_back({p, 3001, 0.02, "randk", agg, true, true});
       cases.push_back({p, 40, 1.0, "topk", agg, true, true});

@@ -28,6 +28,7 @@ def test_refuses_to_start_without_a_process_group():
     ({"density": "0.1"}, "density"),
     ({"compressor": "top-k"}, "unknown compressor 'top-k'; one of topk, randk"),
     ({"aggregator": "ring"}, "unknown aggregator 'ring'"),
+    ({"aggregator": 3}, "unknown aggregator 3"),
     ({"r_factor": 0.5}, "r_factor must be a number >= 1"),
     ({"timeout_ms": 0}, "timeout_ms must be an integer > 0"),
     ({"on_nonfinite": "ignore"}, "on_nonfinite must be 'stop' or 'skip'"),
@@ -45,6 +46,18 @@ def test_refuses_to_start_without_a_process_group():
 def test_refuses_bad_options_before_anything_else(kwargs, message):
     with pytest.raises(ValueError, match=message):
         st.HookState(**kwargs)
+
+
+def test_aggregator_descriptors_are_readable_and_unknown_names_refused():
+    for name in sparsgd.AGGREGATORS:
+        props = sparsgd.aggregator_properties(name)
+        assert props["name"] == name and props["summary"]
+    assert sparsgd.aggregator_properties("randk-shared")["needs_shared_indices"]
+    assert not sparsgd.aggregator_properties("gtopk-rd")["needs_shared_indices"]
+    assert sparsgd.aggregator_properties("dense")["dense_result"]
+    assert not sparsgd.aggregator_properties("dense")["sends_indices"]
+    with pytest.raises(ValueError, match="unknown aggregator 'tree' \\(expected dense, allgather"):
+        sparsgd.aggregator_properties("tree")
 
 
 def bad_network(rank, world_size):

@@ -8,6 +8,7 @@
 #include "schedules.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
@@ -148,7 +149,8 @@ bool uses_momentum_correction(const TrainConfig& c) {
 
 collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
   collectives::ExchangeConfig exchange;
-  exchange.compressor = {c.compressor, c.r_factor, c.seed, c.aggregator == "randk-shared"};
+  exchange.compressor = {c.compressor, c.r_factor, c.seed,
+                         collectives::find_aggregator(c.aggregator).properties.needs_shared_indices};
   exchange.aggregator = c.aggregator;
   exchange.density = density_for_epoch(c, 0);
   exchange.error_feedback = c.error_feedback;

@@ -1,0 +1,96 @@
+#pragma once
+// One descriptor per aggregator, in the spirit of nccl-tests' testColl: its name, wire id, factory,
+// serial reference, closed-form cost and traffic, memory footprint and properties, in the file that
+// implements it. The factory, CLI help and validation, the cost model, bench comm, the trainer and
+// the tests read the descriptor, so adding an aggregator means one new file and one line in the
+// registry (src/collectives/registry.cpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/reference.hpp"
+#include "sparsgd/core/wire.hpp"
+
+namespace sparsgd::collectives {
+
+// What an aggregator's design means for the code around it.
+struct AggregatorProperties {
+  // Its messages carry indices, so compressed indices apply (dense and randk-shared send values
+  // only).
+  bool sends_indices = true;
+  // The algorithm fixes the order of every float sum and the reference takes the same order, so
+  // results compare bitwise; otherwise within the rounding bound of sums_agree.
+  bool exact_sum_order = true;
+  // Every worker must select the same indices (random-k with a shared seed).
+  bool needs_shared_indices = false;
+  // The result is n floats (Aggregation::dense_sum), not a sparse sum.
+  bool dense_result = false;
+};
+
+// One aggregation's cost under the alpha-beta model (alpha per message, beta per byte).
+struct CommCost {
+  double seconds = 0.0;         // on the critical path
+  double messages = 0.0;        // latency terms on the critical path
+  double bytes_per_worker = 0;  // bytes the busiest worker sends
+};
+
+struct CostQuery {
+  int workers = 1;
+  std::size_t n = 0;
+  std::size_t k = 0;  // entries in every worker's selection
+  wire::IndexCoding coding = wire::IndexCoding::raw;
+  double alpha_seconds = 0.0;
+  double seconds_per_byte = 0.0;
+  // A sparse message of k pairs with a mask of mask_bits bits: exact for raw indices; with
+  // compressed ones, the codec's expected size for a uniformly random k-subset of n (its CPU time
+  // is not charged).
+  double sparse_message_bytes(std::size_t mask_bits = 0) const;
+};
+
+// What one rank sends in one aggregation.
+struct RankTraffic {
+  std::uint64_t bytes = 0;
+  std::uint64_t messages = 0;
+};
+
+// Memory in arrays of n floats and in sets of k (index, value) pairs, with a part that grows with
+// the worker count: for estimates made before a run allocates (bench comm).
+struct Footprint {
+  double arrays = 0.0;
+  double pairs = 0.0;
+  double pairs_per_worker = 0.0;
+  double bytes(std::size_t n, std::size_t k, int workers) const;
+};
+
+struct AggregatorDescriptor {
+  std::string_view name;
+  std::uint32_t wire_id = 0;  // in every message header, so that ranks running different ones fail
+  std::string_view summary;   // one line for help texts: what travels and how the sum is formed
+  AggregatorProperties properties;
+  std::unique_ptr<Aggregator> (*make)(const AggregatorOptions& options) = nullptr;
+  // The serial model of its semantics (reference.hpp), from every worker's selection.
+  ReferenceAggregation (*reference)(const std::vector<SparseVector>& selections, std::size_t k) = nullptr;
+  // Closed form on the critical path, every selection holding k entries.
+  CommCost (*cost)(const CostQuery& query) = nullptr;
+  // Exactly what `rank` sends with raw indices when every selection holds k entries.
+  RankTraffic (*traffic)(int workers, int rank, std::size_t n, std::size_t k) = nullptr;
+  Footprint worker_memory;     // one worker's buffers (gradient and residual included)
+  Footprint reference_memory;  // its serial reference, for all workers
+  Footprint result_memory;     // one aggregation's result, kept for verification
+};
+
+// Every aggregator, in the order help texts list them.
+const std::vector<const AggregatorDescriptor*>& aggregator_descriptors();
+
+// Throws InvalidArgument naming the known aggregators.
+const AggregatorDescriptor& find_aggregator(std::string_view name);
+
+// "dense, allgather, gtopk, gtopk-rd or randk-shared", for help texts and errors.
+std::string aggregator_choices();
+
+}  // namespace sparsgd::collectives
