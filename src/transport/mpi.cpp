@@ -326,6 +326,97 @@ std::size_t MpiTransport::do_sendrecv(int send_peer, int send_tag, std::span<con
   return recv_posted_first(recv_peer, recv_tag, buffer, max_bytes, &out, while_in_flight);
 }
 
+class MpiTransport::PostedSend final : public PendingOperation {
+ public:
+  PostedSend(MpiTransport& t, int peer, int tag, std::span<const std::byte> data)
+      : t_(t), peer_(peer), tag_(tag), bytes_(data.size()) {
+    check(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, peer, tag, t.comm_, &request_), "MPI_Isend");
+  }
+  std::size_t wait() override {
+    t_.wait(request_, "sending to rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) + ")");
+    return bytes_;
+  }
+  bool test() override {
+    int done = 0;
+    check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  }
+  // MPI cannot take a send back: it finishes on its own.
+  void abandon() noexcept override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Request_free(&request_);
+  }
+
+ private:
+  MpiTransport& t_;
+  int peer_, tag_;
+  std::size_t bytes_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+class MpiTransport::PostedReceive final : public PendingOperation {
+ public:
+  PostedReceive(MpiTransport& t, int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes)
+      : t_(t), peer_(peer), tag_(tag), max_bytes_(max_bytes), buffer_(buffer) {
+    if (max_bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw TransportError("rank " + std::to_string(t.rank_) + ": a message of up to " + std::to_string(max_bytes) +
+                           " bytes does not fit an MPI count");
+    }
+    buffer.resize(max_bytes);
+    check(MPI_Irecv(buffer.data(), static_cast<int>(max_bytes), MPI_BYTE, peer, tag, t.comm_, &request_), "MPI_Irecv");
+  }
+  std::size_t wait() override {
+    if (request_ != MPI_REQUEST_NULL) {
+      t_.wait(request_,
+              "waiting for a message from rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) +
+                  ", at most " + std::to_string(max_bytes_) + " bytes)",
+              &status_);
+    }
+    int count = 0;
+    MPI_Get_count(&status_, MPI_BYTE, &count);
+    buffer_.resize(static_cast<std::size_t>(count));
+    return buffer_.size();
+  }
+  bool test() override {
+    if (request_ == MPI_REQUEST_NULL) return true;
+    int done = 0;
+    const int code = MPI_Test(&request_, &done, &status_);
+    if (code != MPI_SUCCESS) {
+      int error_class = MPI_SUCCESS;
+      MPI_Error_class(code, &error_class);
+      if (error_class == MPI_ERR_TRUNCATE) {
+        throw TransportError("rank " + std::to_string(t_.rank_) + ": message longer than the " +
+                             std::to_string(max_bytes_) + " bytes expected from rank " + std::to_string(peer_) +
+                             " (tag " + std::to_string(tag_) + ")");
+      }
+      check(code, "MPI_Test");
+    }
+    return done != 0;
+  }
+  // The message must not land in the buffer later.
+  void abandon() noexcept override {
+    if (request_ == MPI_REQUEST_NULL) return;
+    MPI_Cancel(&request_);
+    MPI_Request_free(&request_);
+  }
+
+ private:
+  MpiTransport& t_;
+  int peer_, tag_;
+  std::size_t max_bytes_;
+  std::vector<std::byte>& buffer_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  MPI_Status status_{};
+};
+
+std::unique_ptr<PendingOperation> MpiTransport::do_post_send(int peer, int tag, std::span<const std::byte> data) {
+  return std::make_unique<PostedSend>(*this, peer, tag, data);
+}
+
+std::unique_ptr<PendingOperation> MpiTransport::do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
+                                                             std::size_t max_bytes) {
+  return std::make_unique<PostedReceive>(*this, peer, tag, buffer, max_bytes);
+}
+
 bool MpiTransport::native_allreduce_sum(std::span<float> values, std::span<const std::uint64_t> must_agree) {
   auto allreduce = [this](void* data, std::size_t count, MPI_Datatype type, MPI_Op op, const std::string& what) {
     if constexpr (kSimulated) {

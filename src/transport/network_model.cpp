@@ -74,14 +74,15 @@ void SimulatedNetwork::barrier() {
   mark_compute();
 }
 
-void SimulatedNetwork::frame_outgoing(std::span<const std::byte> data) {
+double SimulatedNetwork::frame_outgoing(std::span<const std::byte> data, std::vector<std::byte>& framed) {
   const double depart = std::max(clock_, link_free_);
   const double transmit = static_cast<double>(data.size()) / spec_.bytes_per_second;
   link_free_ = depart + transmit;
   const double arrival = link_free_ + spec_.alpha_seconds;
-  framed_.resize(kStampBytes + data.size());
-  std::memcpy(framed_.data(), &arrival, kStampBytes);
-  if (!data.empty()) std::memcpy(framed_.data() + kStampBytes, data.data(), data.size());
+  framed.resize(kStampBytes + data.size());
+  std::memcpy(framed.data(), &arrival, kStampBytes);
+  if (!data.empty()) std::memcpy(framed.data() + kStampBytes, data.data(), data.size());
+  return link_free_;
 }
 
 std::size_t SimulatedNetwork::unframe_incoming(int peer, std::vector<std::byte>& buffer, std::size_t framed) {
@@ -136,6 +137,69 @@ std::size_t SimulatedNetwork::do_sendrecv(int send_peer, int send_tag, std::span
   clock_ = std::max(clock_, link_free_);
   mark_compute();
   return bytes;
+}
+
+class SimulatedNetwork::PostedSend final : public PendingOperation {
+ public:
+  PostedSend(SimulatedNetwork& net, int peer, int tag, std::span<const std::byte> data) : net_(net), bytes_(data.size()) {
+    net.charge_compute();
+    left_at_ = net.frame_outgoing(data, framed_);
+    net.inner_.set_timeout(net.timeout());
+    inner_ = net.inner_.post_send(peer, tag, framed_);
+    net.mark_compute();
+  }
+  std::size_t wait() override {
+    net_.charge_compute();
+    if (inner_.pending()) inner_.wait();
+    net_.clock_ = std::max(net_.clock_, left_at_);
+    net_.mark_compute();
+    return bytes_;
+  }
+  // Done when the inner send is; wait() then moves the clock to when the last byte left.
+  bool test() override { return inner_.test(); }
+  void abandon() noexcept override { inner_ = Request(); }
+
+ private:
+  SimulatedNetwork& net_;
+  std::vector<std::byte> framed_;  // what travels: the inner send reads it until it is done
+  std::size_t bytes_;
+  double left_at_ = 0.0;
+  Request inner_;
+};
+
+class SimulatedNetwork::PostedReceive final : public PendingOperation {
+ public:
+  PostedReceive(SimulatedNetwork& net, int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes)
+      : net_(net), peer_(peer), buffer_(buffer) {
+    net.inner_.set_timeout(net.timeout());
+    inner_ = net.inner_.post_recv(peer, tag, buffer, max_bytes + kStampBytes);
+  }
+  std::size_t wait() override {
+    net_.charge_compute();
+    const std::size_t framed = inner_.pending() ? inner_.wait() : inner_.bytes();
+    const std::size_t bytes = net_.unframe_incoming(peer_, buffer_, framed);
+    net_.mark_compute();
+    return bytes;
+  }
+  // Whether the message is here is the inner transport's to say; whether it has arrived on the
+  // clock is not known before it is read, so a test that says true lets wait() advance the clock.
+  bool test() override { return inner_.test(); }
+  void abandon() noexcept override { inner_ = Request(); }
+
+ private:
+  SimulatedNetwork& net_;
+  int peer_;
+  std::vector<std::byte>& buffer_;
+  Request inner_;
+};
+
+std::unique_ptr<PendingOperation> SimulatedNetwork::do_post_send(int peer, int tag, std::span<const std::byte> data) {
+  return std::make_unique<PostedSend>(*this, peer, tag, data);
+}
+
+std::unique_ptr<PendingOperation> SimulatedNetwork::do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
+                                                                 std::size_t max_bytes) {
+  return std::make_unique<PostedReceive>(*this, peer, tag, buffer, max_bytes);
 }
 
 }  // namespace sparsgd::transport

@@ -50,8 +50,14 @@ class MpiTransport final : public Transport {
   std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
                           std::vector<std::byte>& buffer, std::size_t max_bytes,
                           const InFlightWork& while_in_flight) override;
+  // MPI_Isend and MPI_Irecv, waited for as every MPI request here (timeout, census).
+  std::unique_ptr<PendingOperation> do_post_send(int peer, int tag, std::span<const std::byte> data) override;
+  std::unique_ptr<PendingOperation> do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
+                                                 std::size_t max_bytes) override;
 
  private:
+  class PostedSend;
+  class PostedReceive;
   // Polls `request` to completion (its status into `status`, if given); throws on error or timeout.
   // A timed-out point-to-point request is cancelled; a collective one (barrier, allreduce) is left
   // as it is, since cancelling it is erroneous in MPI and makes Open MPI abort the job itself,

@@ -60,10 +60,20 @@ class SimulatedNetwork final : public TransportWrapper {
   std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
                           std::vector<std::byte>& buffer, std::size_t max_bytes,
                           const InFlightWork& while_in_flight) override;
+  // A posted send books the link at once (messages leave one after the other, in the order they
+  // were posted) and is done, on the clock, when its last byte has left; a posted receive is
+  // done when its message has arrived. Compute between the post and the wait runs meanwhile.
+  std::unique_ptr<PendingOperation> do_post_send(int peer, int tag, std::span<const std::byte> data) override;
+  std::unique_ptr<PendingOperation> do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
+                                                 std::size_t max_bytes) override;
 
  private:
-  // Stamps `data` with its arrival time and books this worker's link until it has left.
-  void frame_outgoing(std::span<const std::byte> data);
+  class PostedSend;
+  class PostedReceive;
+  // Stamps `data` with its arrival time into `framed` and books this worker's link until it has
+  // left; returns when that is.
+  double frame_outgoing(std::span<const std::byte> data, std::vector<std::byte>& framed);
+  void frame_outgoing(std::span<const std::byte> data) { frame_outgoing(data, framed_); }
   // Strips the stamp off a received message and waits (on the clock) for its arrival.
   std::size_t unframe_incoming(int peer, std::vector<std::byte>& buffer, std::size_t framed);
   void charge_compute();

@@ -3,13 +3,17 @@
 // point-to-point messages of bytes with a tag, barrier, and traffic counters.
 //
 // Matching: recv(peer, tag) takes the oldest unreceived message that `peer` sent to this rank with
-// `tag`. Sends may be buffered; pairwise exchanges must use sendrecv so that transports with
-// rendezvous sends (MPI for large messages) cannot deadlock.
+// `tag`. Sends may be buffered; pairwise exchanges must use sendrecv, or post their receives and
+// sends (post_recv, post_send) before waiting, so that transports with rendezvous sends (MPI for
+// large messages) cannot deadlock.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +47,60 @@ struct TrafficCounters {
 
 inline constexpr std::chrono::milliseconds kDefaultTimeout{60'000};
 
+class Transport;
+
+// What a transport does for one posted send or receive (Transport::do_post_send, do_post_recv).
+class PendingOperation {
+ public:
+  virtual ~PendingOperation() = default;
+  // Blocks until the operation is done (at most the transport's timeout(): TransportError) and
+  // returns the bytes it moved.
+  virtual std::size_t wait() = 0;
+  // Whether wait() would return at once. Default: false (a transport whose operations progress
+  // only inside wait()).
+  virtual bool test() { return false; }
+  // The request was dropped unfinished (an exception passing through): a receive must no longer
+  // land in its buffer; a send may finish on its own. Never throws.
+  virtual void abandon() noexcept {}
+};
+
+// A posted send or receive: wait() (or a test() that says true) finishes it; only then is it
+// counted in the transport's counters. Move-only. Destroyed while pending, it is abandoned.
+// The transport must outlive it; a send's data and a receive's buffer must stay alive and
+// untouched until it is finished.
+class Request {
+ public:
+  Request() = default;
+  Request(Request&& other) noexcept { *this = std::move(other); }
+  Request& operator=(Request&& other) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+
+  bool pending() const { return op_ != nullptr; }
+  // Blocks until done; returns the bytes sent or received. Throws TransportError as send and recv
+  // would (a timeout, a message longer than the receive allows, a failed peer), and if nothing is
+  // pending.
+  std::size_t wait();
+  // True once done (and then finished and counted as by wait()); never blocks.
+  bool test();
+  // The bytes the finished operation moved.
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  friend class Transport;
+  Request(Transport& owner, std::unique_ptr<PendingOperation> op, bool is_send)
+      : owner_(&owner), op_(std::move(op)), is_send_(is_send) {}
+  void finish(std::size_t bytes);
+  Transport* owner_ = nullptr;
+  std::unique_ptr<PendingOperation> op_;
+  bool is_send_ = false;
+  std::size_t bytes_ = 0;
+};
+
+// Waits for every request in turn; the first failure is thrown after the others were abandoned.
+void wait_all(std::span<Request> requests);
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -61,6 +119,15 @@ class Transport {
   // abandoned and the exception passes through.
   std::size_t sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
                        std::vector<std::byte>& buffer, std::size_t max_bytes, const InFlightWork& while_in_flight = {});
+  // Non-blocking point-to-point: post, then wait (or test) the request. Messages match as for send
+  // and recv, in the order the receives were posted. Where a transport has no native
+  // non-blocking calls, the defaults stand in: a posted send is a send (it returns once the
+  // transport has the data: immediately where sends are buffered), and a posted receive is a recv
+  // run when it is waited for; receives for the same peer and tag must then be waited for in the
+  // order they were posted (TransportError otherwise).
+  Request post_send(int peer, int tag, std::span<const std::byte> data);
+  Request post_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes);
+
   virtual void barrier() = 0;
   // Waits until every send this rank buffered has been taken by its receiver (timeout(): a
   // TransportError naming the peer). For transports whose sends complete in the background (the
@@ -101,6 +168,9 @@ class Transport {
   virtual std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer,
                                   int recv_tag, std::vector<std::byte>& buffer, std::size_t max_bytes,
                                   const InFlightWork& while_in_flight);
+  virtual std::unique_ptr<PendingOperation> do_post_send(int peer, int tag, std::span<const std::byte> data);
+  virtual std::unique_ptr<PendingOperation> do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
+                                                         std::size_t max_bytes);
   void check_peer(int peer, const char* what) const;
   // For transports whose collectives bypass send/recv: count what a ring would have sent.
   void count_traffic(std::uint64_t bytes_sent, std::uint64_t messages_sent, std::uint64_t bytes_received,
@@ -112,8 +182,18 @@ class Transport {
   }
 
  private:
+  friend class Request;
+  class DeferredReceive;
   TrafficCounters counters_;
   std::chrono::milliseconds timeout_ = kDefaultTimeout;
+  // The default posted receives, per (peer, tag): how many were posted, which one is next to be
+  // received, and which were abandoned (they take no message, as a cancelled MPI receive).
+  struct ReceiveOrder {
+    std::uint64_t posted = 0;
+    std::uint64_t next = 0;
+    std::set<std::uint64_t> abandoned;
+  };
+  std::map<std::pair<int, int>, ReceiveOrder> receive_order_;
 };
 
 }  // namespace sparsgd::transport

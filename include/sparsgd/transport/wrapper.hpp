@@ -20,6 +20,30 @@ class TransportWrapper : public Transport {
   Transport& inner() { return inner_; }
 
  protected:
+  // Posted operations go to the inner transport unchanged (a layer that changes messages, such as
+  // the simulated network, overrides these).
+  std::unique_ptr<PendingOperation> do_post_send(int peer, int tag, std::span<const std::byte> data) override {
+    inner_.set_timeout(timeout());
+    return std::make_unique<InnerRequest>(inner_.post_send(peer, tag, data));
+  }
+  std::unique_ptr<PendingOperation> do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
+                                                 std::size_t max_bytes) override {
+    inner_.set_timeout(timeout());
+    return std::make_unique<InnerRequest>(inner_.post_recv(peer, tag, buffer, max_bytes));
+  }
+
+  // A request of the inner transport as this layer's pending operation.
+  class InnerRequest final : public PendingOperation {
+   public:
+    explicit InnerRequest(Request request) : request_(std::move(request)) {}
+    std::size_t wait() override { return request_.pending() ? request_.wait() : request_.bytes(); }
+    bool test() override { return request_.test(); }
+    void abandon() noexcept override { request_ = Request(); }
+
+   private:
+    Request request_;
+  };
+
   Transport& inner_;
 };
 
