@@ -38,8 +38,7 @@ class GtopkRecursiveDoubling final : public Aggregator {
     const int r = t.rank();
     const auto n32 = static_cast<std::uint32_t>(local.dim);
     const auto k32 = static_cast<std::uint32_t>(k);
-    int p2 = 1;
-    while (p2 * 2 <= p) p2 *= 2;
+    const int p2 = closed_form::power_of_two_floor(p);
     const int extras = p - p2;
     out.dense = false;
     out.dense_sum.clear();

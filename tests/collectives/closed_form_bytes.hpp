@@ -22,15 +22,15 @@ inline Traffic expected_traffic(const std::string& aggregator, int p, int r, std
   return {t.bytes, t.messages};
 }
 
-// The dense sum through a transport's own allreduce (MPI_Allreduce, a c10d group's allreduce): its
-// algorithm is not visible, so the transport counts what the ring would send without the ring's
-// message headers.
 // What a message with compressed indices adds to a raw one at most: the length of the index code
 // and the code's own 2-byte prefix.
 inline std::uint64_t compressed_framing_bytes() {
   return wire::max_sparse_message_bytes(0, 0, wire::IndexCoding::compressed) - wire::sparse_message_bytes(0);
 }
 
+// The dense sum through a transport's own allreduce (MPI_Allreduce, a c10d group's allreduce): its
+// algorithm is not visible, so the transport counts what the ring would send without the ring's
+// message headers.
 inline Traffic native_allreduce_traffic(std::size_t n, int p) {
   const auto workers = static_cast<std::uint64_t>(p);
   if (workers < 2) return {};
