@@ -284,6 +284,7 @@ PYBIND11_MODULE(_C, m) {
     out["exact_sum_order"] = d.properties.exact_sum_order;
     out["needs_shared_indices"] = d.properties.needs_shared_indices;
     out["dense_result"] = d.properties.dense_result;
+    out["delegates"] = d.properties.delegates;
     return out;
   }, py::arg("name"), "What an aggregator's descriptor says of it; raises InvalidArgument for an unknown name");
 

@@ -16,8 +16,8 @@ Two ways in, both over the process group that ``torch.distributed.init_process_g
       sparsgd.torch.broadcast_parameters(model.state_dict(), root_rank=0)
 
 Each worker adds its residual to its gradient (error feedback; ``error_feedback=False`` drops it
-instead), selects entries (topk, randk, randk-unbiased, rtopk, gaussiank, dgc, or none), the
-workers aggregate the sparse gradients (allgather, gtopk, gtopk-rd, randk-shared, or dense), and
+instead), selects entries (topk, topk-reuse, randk, randk-unbiased, rtopk, gaussiank, dgc, or none), the
+workers aggregate the sparse gradients (allgather, gtopk, gtopk-rd, oktopk, randk-shared, or dense), and
 what did not get into the sum stays in the residual. The
 result is the AVERAGE over the workers (the sum divided by the world size once). The work runs
 in C++ (sparsgd._C) with the GIL released.
@@ -148,8 +148,8 @@ class HookState:
     """The state of the sparsgd DDP communication hook: options, the transport over the process
     group, one error-feedback residual per bucket, and per-step statistics.
 
-    Keyword names are the CLI's: compressor (topk, randk, rtopk, gaussiank, dgc, none),
-    aggregator (allgather, gtopk, gtopk-rd, randk-shared, dense), density, r_factor (rtopk),
+    Keyword names are the CLI's: compressor (topk, topk-reuse, randk, rtopk, gaussiank, dgc, none),
+    aggregator (allgather, gtopk, gtopk-rd, oktopk, randk-shared, dense), density, r_factor (rtopk),
     seed, shared_seed (randk, randk-unbiased; default: on for randk-shared), error_feedback (True:
     what did not get into the sum stays in the residual; False: it is dropped, as randk-unbiased,
     whose values are scaled by n/k, requires), index_coding ('raw', or 'compressed': indices as

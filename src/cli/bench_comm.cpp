@@ -22,6 +22,7 @@
 #include "cli/statistics.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
+#include "sparsgd/collectives/auto_select.hpp"
 #include "sparsgd/collectives/replay.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/density.hpp"
@@ -46,6 +47,7 @@ struct CommOptions {
   std::string network = "none";
   std::string model_network = "none";  // closed form only: real networks, or SMPI's simulated one
   double r_factor = 4.0;
+  std::uint64_t threshold_period = 32;
   bool error_feedback = true;
   std::string index_coding = "raw";
   int iters = 5;
@@ -106,6 +108,7 @@ struct WorkerRecord {
   std::vector<std::uint64_t> sum_digests;             // per iteration
   transport::TrafficCounters counters;
   std::uint64_t residual_digest = 0;                  // after the last iteration
+  std::optional<collectives::AutoDecision> auto_decision;  // --aggregator auto: its network and last choice
 };
 
 std::uint64_t digest_of(const std::vector<float>& dense) { return fnv1a(std::as_bytes(std::span(dense))); }
@@ -147,6 +150,10 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   collectives::ExchangeConfig config;
   config.compressor.name = o.compressor;
   config.compressor.r_factor = o.r_factor;
+  config.compressor.threshold_period = o.threshold_period;
+  // auto chooses for the simulated network where there is one, else measures the real one.
+  const transport::NetworkSpec network = transport::parse_network(o.network);
+  if (network.enabled()) config.network = {network.alpha_seconds, 1.0 / network.bytes_per_second, true, false};
   config.compressor.seed = o.seed;
   config.compressor.shared_seed = collectives::find_aggregator(o.aggregator).properties.needs_shared_indices;
   config.aggregator = o.aggregator;
@@ -213,6 +220,7 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
     base.barrier();
   }
   record.counters = comm.counters();
+  if (const collectives::AutoDecision* d = collectives::auto_decision(exchange.aggregator())) record.auto_decision = *d;
   if (o.verify) record.residual_digest = fnv1a(std::as_bytes(exchange.feedback().residual()));
 }
 
@@ -236,8 +244,12 @@ Verification verify(const CommOptions& o, int workers, const std::vector<std::pa
   const collectives::Aggregation* last_kept = nullptr;
   for (int it = 0; it < o.iters; ++it) {
     const auto iteration = static_cast<std::uint64_t>(it);
-    replay.step(iteration, [&](int w, std::span<float> out) { fill_gradient(out, o.seed, w, iteration); });
     const auto ii = static_cast<std::size_t>(it);
+    std::string_view method;  // what auto chose; the other aggregators leave it empty
+    for (const auto& [w, record] : checked) {
+      if (record->keep_results) method = record->results[ii].method;
+    }
+    replay.step(iteration, [&](int w, std::span<float> out) { fill_gradient(out, o.seed, w, iteration); }, method);
     std::uint64_t kept_digest = 0;
     for (const auto& [w, record] : checked) {
       if (!record->keep_results) continue;
@@ -276,6 +288,7 @@ struct Report {
   double conservation_rel_error = 0.0;
   std::string first_mismatch;
   MemoryUse memory;
+  std::optional<collectives::AutoDecision> auto_decision;  // rank 0's
 };
 
 // Per iteration, the slowest worker's value.
@@ -335,6 +348,13 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                          .seconds;
   }
   if (r.global_clock) clock_ms = median_clock_ms(r);
+  nlohmann::json auto_json = nullptr;
+  if (r.auto_decision) {
+    auto_json = {{"choice", std::string(r.auto_decision->last_choice)},
+                 {"alpha_s", r.auto_decision->network.alpha_seconds},
+                 {"seconds_per_byte", r.auto_decision->network.seconds_per_byte},
+                 {"network_measured", r.auto_decision->network.measured}};
+  }
   if (o.json) {
     nlohmann::json doc = {{"transport", o.transport},
                           {"workers", workers},
@@ -344,6 +364,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"compressor", o.compressor},
                           {"error_feedback", o.error_feedback},
                           {"aggregator", o.aggregator},
+                          {"auto", auto_json},
                           {"index_coding", o.index_coding},
                           {"network", network.name},
                           {"model_network", model.name},
@@ -366,6 +387,12 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
   } else {
     fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} indices={} network={} iters={}\n",
                o.transport, workers, o.n, k, o.compressor, o.aggregator, o.index_coding, network.name, o.iters);
+    if (r.auto_decision) {
+      fmt::print("  auto: chose {} (last iteration) for alpha {:.3g} s, {:.3g} s/byte ({})\n",
+                 r.auto_decision->last_choice, r.auto_decision->network.alpha_seconds,
+                 r.auto_decision->network.seconds_per_byte,
+                 r.auto_decision->network.measured ? "measured by ping-pong" : "given by --network");
+    }
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
     fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
                median(agg_ms), median_of_max(r.agg_cpu_ms), median_of_max(r.compress_ms));
@@ -469,6 +496,7 @@ void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
     report.counters.push_back(rec.counters);
   }
   report.global_clock = true;  // steady_clock, one process
+  report.auto_decision = records[0].auto_decision;
   if (o.verify) {
     std::vector<std::pair<int, const WorkerRecord*>> checked;
     for (int w = 0; w < o.workers; ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
@@ -578,6 +606,7 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
     summary.insert(summary.end(), series->begin(), series->end());
   }
   const auto all = gather(t, summary, 950);
+  const std::optional<collectives::AutoDecision> auto_decision = record.auto_decision;
   std::vector<WorkerRecord> records;
   if (o.verify) records = gather_checked(t, std::move(record), o, 960);
   if (t.rank() != 0) return;
@@ -605,6 +634,7 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
     report.clock_end_s.push_back(series(8));
   }
   report.global_clock = kGlobalMpiClock;
+  report.auto_decision = auto_decision;
   if (o.verify) {
     std::vector<std::pair<int, const WorkerRecord*>> checked;
     for (int w = 0; w < t.size(); ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
@@ -627,6 +657,7 @@ collectives::ConfigFields comm_config_fields(const CommOptions& o) {
           {"--network", o.network},
           {"--model-network", o.model_network},
           {"--r-factor", field_value(o.r_factor)},
+          {"--threshold-period", std::to_string(o.threshold_period)},
           {"--error-feedback", o.error_feedback ? "on" : "off"},
           {"--index-coding", o.index_coding},
           {"--iters", std::to_string(o.iters)},
@@ -668,7 +699,7 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--n", opt->n, "gradient length")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--density", opt->density, "fraction of entries each worker selects, in (0, 1]")->capture_default_str();
   cmd->add_option("--compressor", opt->compressor,
-                  "topk, randk, randk-unbiased (needs --error-feedback off), rtopk, gaussiank, dgc or none")
+                  "topk, topk-reuse, randk, randk-unbiased (needs --error-feedback off), rtopk, gaussiank, dgc or none")
       ->capture_default_str();
   cmd->add_option("--aggregator", opt->aggregator, aggregator_help())->capture_default_str();
   cmd->add_option("--network", opt->network, "none, 1gbe, 10gbe, paper-1gbe or alpha=SECONDS,bw=BITS_PER_SECOND")->capture_default_str();
@@ -677,6 +708,10 @@ void register_bench_comm(CLI::App& bench) {
                   "that is not simulated here (a real network, or SimGrid SMPI's)")
       ->capture_default_str();
   cmd->add_option("--r-factor", opt->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
+  cmd->add_option("--threshold-period", opt->threshold_period,
+                  "topk-reuse: exact top-k every this many iterations, one filter pass against its threshold between")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   add_on_off_option(cmd, "--error-feedback", opt->error_feedback,
                     "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
   cmd->add_option("--index-coding", opt->index_coding,

@@ -159,7 +159,7 @@ void register_train(CLI::App& app) {
                   "(lm: valid.txt is)")
       ->capture_default_str();
   cmd->add_option("--compressor", c->compressor,
-                  "topk, randk, randk-unbiased (values times n/k; needs --error-feedback off), rtopk, gaussiank, dgc "
+                  "topk, topk-reuse, randk, randk-unbiased (values times n/k; needs --error-feedback off), rtopk, gaussiank, dgc "
                   "or none")
       ->capture_default_str();
   add_on_off_option(cmd, "--error-feedback", c->error_feedback,
@@ -172,6 +172,10 @@ void register_train(CLI::App& app) {
   cmd->add_option("--density", c->density, "fraction of gradient entries each worker sends, in (0, 1]")->capture_default_str();
   cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();
   cmd->add_option("--r-factor", c->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
+  cmd->add_option("--threshold-period", c->threshold_period,
+                  "topk-reuse: exact top-k every this many iterations, one filter pass against its threshold between")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--epochs", c->epochs, "epochs")->capture_default_str();
   cmd->add_option("--batch-size", c->batch_size, "batch size per worker (lm: parallel token streams per worker)")
       ->capture_default_str();

@@ -16,6 +16,8 @@ const AggregatorDescriptor& allgather_descriptor();
 const AggregatorDescriptor& gtopk_tree_descriptor();
 const AggregatorDescriptor& gtopk_rd_descriptor();
 const AggregatorDescriptor& randk_shared_descriptor();
+const AggregatorDescriptor& oktopk_descriptor();
+const AggregatorDescriptor& auto_descriptor();
 
 // Checks the local selection against (n, k) before anything is sent.
 void check_local_selection(const SparseVector& local, std::size_t k, std::size_t max_count, const char* who);

@@ -34,7 +34,7 @@ std::unique_ptr<compress::Compressor> make_validated_compressor(const ExchangeCo
 GradientExchange::GradientExchange(transport::Transport& transport, std::size_t n, const ExchangeConfig& config)
     : transport_(transport),
       compressor_(make_validated_compressor(config)),
-      aggregator_(make_aggregator(config.aggregator, {config.index_coding})),
+      aggregator_(make_aggregator(config.aggregator, {config.index_coding, config.network})),
       feedback_(n, config.error_feedback),
       k_(k_from_density(n, config.density)),
       barrier_before_aggregation_(config.barrier_before_aggregation) {}

@@ -11,7 +11,7 @@ namespace sparsgd::collectives {
 const std::vector<const AggregatorDescriptor*>& aggregator_descriptors() {
   static const std::vector<const AggregatorDescriptor*> all = {
       &dense_ring_descriptor(), &allgather_descriptor(), &gtopk_tree_descriptor(),
-      &gtopk_rd_descriptor(),   &randk_shared_descriptor(),
+      &gtopk_rd_descriptor(),   &oktopk_descriptor(),        &randk_shared_descriptor(), &auto_descriptor(),
   };
   return all;
 }

@@ -34,7 +34,12 @@ ExchangeReplay::ExchangeReplay(const ExchangeConfig& config, std::size_t n, int 
   scale_ = compressors_[0]->value_scale(n, k_);
 }
 
-void ExchangeReplay::step(std::uint64_t iteration, const std::function<void(int, std::span<float>)>& gradient) {
+void ExchangeReplay::step(std::uint64_t iteration, const std::function<void(int, std::span<float>)>& gradient,
+                          std::string_view method) {
+  const AggregatorDescriptor& used = find_aggregator(method.empty() ? std::string_view(aggregator_) : method);
+  SPARSGD_ENFORCE(!used.properties.delegates, "the replay of " << used.name
+                                                                << " needs the aggregator each step used (Aggregation::method)");
+  exact_order_ = used.properties.exact_sum_order;
   for (const std::uint32_t i : touched_) consumed_sum_[i] = 0.0;
   touched_.clear();
   for (int w = 0; w < workers(); ++w) {
@@ -45,7 +50,7 @@ void ExchangeReplay::step(std::uint64_t iteration, const std::function<void(int,
     compressors_[iw]->compress(acc, k_, {iteration, w}, selections_[iw]);
   }
   reference_ = {};  // not two references alive at once: bench comm's memory estimate counts one
-  reference_ = reference_aggregate(aggregator_, selections_, k_);
+  reference_ = reference_aggregate(std::string(used.name), selections_, k_);
   for (int w = 0; w < workers(); ++w) {
     const auto iw = static_cast<std::size_t>(w);
     std::vector<float>& acc = residual_[iw];

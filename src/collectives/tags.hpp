@@ -25,8 +25,17 @@ inline constexpr int kReduce = 703;
 inline constexpr int kAgreementGather = 710;
 inline constexpr int kAgreementVerdict = 711;
 inline constexpr int kAgreementText = 712;
+// auto's network measurement (auto_select.cpp).
+inline constexpr int kPingPong = 720;
+// Ok-Topk: the split to the region owners; its allreduces of counts (fold, unfold, then a round
+// each); the allgather of the selected entries (fold, unfold, then a round each).
+inline constexpr int kOktopkSplit = 800;
+inline constexpr int kOktopkCounts = 810;
+inline constexpr int kOktopkGather = 900;
 
 static_assert(kDenseRing + 1 < kRandkSharedRing && kRandkSharedRing + 1 < kAllgatherBruck);
 static_assert(kGtopkRdRound + kMaxRounds <= kBroadcast, "recursive doubling's rounds overlap the next block");
+static_assert(kAgreementText < kOktopkSplit && kOktopkSplit < kOktopkCounts);
+static_assert(kOktopkCounts + 2 + kMaxRounds <= kOktopkGather, "Ok-Topk's count rounds overlap its gather");
 
 }  // namespace sparsgd::collectives::tags

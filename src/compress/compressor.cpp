@@ -7,7 +7,7 @@
 namespace sparsgd::compress {
 
 const std::vector<std::string>& compressor_names() {
-  static const std::vector<std::string> names = {"topk", "randk", "randk-unbiased", "rtopk", "gaussiank", "dgc", "none"};
+  static const std::vector<std::string> names = {"topk", "topk-reuse", "randk", "randk-unbiased", "rtopk", "gaussiank", "dgc", "none"};
   return names;
 }
 
@@ -20,10 +20,14 @@ std::unique_ptr<Compressor> make_compressor(const CompressorConfig& config) {
     select::rtopk_r(1, 1, config.r_factor);  // validates r_factor up front
     return make_rtopk_compressor(config.r_factor, config.seed);
   }
+  if (name == "topk-reuse") {
+    if (config.threshold_period == 0) throw InvalidArgument("the threshold period of topk-reuse must be at least 1");
+    return make_reused_threshold_compressor(config.threshold_period);
+  }
   if (name == "gaussiank") return make_gaussiank_compressor();
   if (name == "dgc") return make_dgc_compressor();
   if (name == "none" || name == "dense") return make_dense_compressor();
-  throw InvalidArgument("unknown compressor '" + name + "' (expected topk, randk, randk-unbiased, rtopk, gaussiank, dgc or none)");
+  throw InvalidArgument("unknown compressor '" + name + "' (expected topk, topk-reuse, randk, randk-unbiased, rtopk, gaussiank, dgc or none)");
 }
 
 }  // namespace sparsgd::compress

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "sparsgd/collectives/auto_select.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::torch_layer {
@@ -29,8 +31,13 @@ GradientAverager::GradientAverager(transport::Transport& transport, Segments seg
   exchange_ranges_ = per_segment ? segments_ : Segments{{0, n_}};
   // Empty segments (a parameter with no elements) have nothing to exchange.
   std::erase_if(exchange_ranges_, [](const auto& range) { return range.first == range.second; });
+  // auto measures the network once here, not once per exchange at its first call.
+  collectives::ExchangeConfig config = exchange;
+  if (collectives::find_aggregator(config.aggregator).properties.delegates && !config.network.known) {
+    config.network = collectives::measure_network(transport);
+  }
   for (const auto& [begin, end] : exchange_ranges_) {
-    exchanges_.push_back(std::make_unique<collectives::GradientExchange>(transport, end - begin, exchange));
+    exchanges_.push_back(std::make_unique<collectives::GradientExchange>(transport, end - begin, config));
   }
   last_results_.assign(exchanges_.size(), nullptr);
   if (momentum_ > 0.0) velocity_.assign(n_, 0.0f);

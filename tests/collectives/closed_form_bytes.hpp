@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/wire.hpp"
@@ -16,9 +17,15 @@ struct Traffic {
   std::uint64_t messages = 0;
 };
 
-// The aggregator's own closed form (its descriptor), counted from its schedule, not from a run.
-inline Traffic expected_traffic(const std::string& aggregator, int p, int r, std::size_t n, std::size_t k) {
-  const collectives::RankTraffic t = collectives::find_aggregator(aggregator).traffic(p, r, n, k);
+// The aggregator's own closed form (its descriptor), counted from its schedule, not from a run:
+// what rank r sends in a first call on these selections (each of k entries unless the aggregator's
+// traffic depends on where the entries lie).
+inline Traffic expected_traffic(const std::string& aggregator, const std::vector<SparseVector>& selections, int r,
+                                std::size_t k) {
+  const collectives::AggregatorDescriptor& d = collectives::find_aggregator(aggregator);
+  const collectives::RankTraffic t = d.traffic_of != nullptr
+                                         ? d.traffic_of(selections, k, r)
+                                         : d.traffic(static_cast<int>(selections.size()), r, selections.front().dim, k);
   return {t.bytes, t.messages};
 }
 

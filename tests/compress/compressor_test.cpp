@@ -37,7 +37,7 @@ TEST(CompressorNames, ExactlyTheDocumentedSet) {
   const std::vector<std::string>& names = compressor_names();
   const std::set<std::string> unique(names.begin(), names.end());
   EXPECT_EQ(unique.size(), names.size()) << "duplicate names";
-  EXPECT_EQ(unique, (std::set<std::string>{"topk", "randk", "randk-unbiased", "rtopk", "gaussiank", "dgc", "none"}));
+  EXPECT_EQ(unique, (std::set<std::string>{"topk", "topk-reuse", "randk", "randk-unbiased", "rtopk", "gaussiank", "dgc", "none"}));
 }
 
 TEST(MakeCompressor, EveryNameBuildsThatCompressor) {
@@ -115,7 +115,7 @@ TEST_P(CompressorOutput, MeetsTheContract) {
         ASSERT_TRUE(test::valid_selection(out, acc));
         if (name == "none") {
           ASSERT_EQ(out.size(), n);
-        } else if (name == "gaussiank" || name == "dgc") {
+        } else if (name == "gaussiank" || name == "dgc" || name == "topk-reuse") {
           ASSERT_GE(out.size(), select::threshold_min_count(k));
           ASSERT_LE(out.size(), select::threshold_max_count(k));
           ASSERT_TRUE(test::selection_by_magnitude(out, acc));
@@ -282,6 +282,66 @@ TEST(DeterministicCompressors, IgnoreTheContext) {
     const auto c = make(name);
     EXPECT_EQ(indices_of(*c, acc, 100, 0, 0), indices_of(*c, acc, 100, 9, 3)) << name;
   }
+}
+
+// Ok-Topk's local selection: exact in the iterations of the period, one filter pass against the
+// kept k-th magnitude between, exact again whenever that pass misses the count guarantee.
+TEST(ReusedThreshold, FiltersByTheKeptThresholdBetweenRecomputations) {
+  CompressorConfig config;
+  config.name = "topk-reuse";
+  config.threshold_period = 32;
+  const auto c = make_compressor(config);
+  const std::size_t n = 20000, k = 200;
+  const std::vector<float> acc0 = test::synthetic(n, Distribution::normal, 4);
+  SparseVector out;
+  c->compress(acc0, k, {.iteration = 0, .rank = 0}, out);
+  ASSERT_TRUE(test::same_sparse(out, ReferenceTopk(acc0).topk(k)));
+  float kth = std::numeric_limits<float>::infinity();
+  for (const float v : out.values) kth = std::min(kth, std::fabs(v));
+
+  // A slightly different accumulator: exactly its entries with |x| >= the kept k-th magnitude.
+  auto filtered = [&](const std::vector<float>& acc) {
+    SparseVector want;
+    want.dim = acc.size();
+    for (std::size_t i = 0; i < acc.size(); ++i) {
+      if (std::fabs(acc[i]) >= kth) {
+        want.indices.push_back(static_cast<std::uint32_t>(i));
+        want.values.push_back(acc[i]);
+      }
+    }
+    return want;
+  };
+  std::vector<float> acc1 = test::synthetic(n, Distribution::normal, 5);
+  for (std::size_t i = 0; i < n; ++i) acc1[i] = acc0[i] + 0.1f * acc1[i];
+  const SparseVector want1 = filtered(acc1);
+  ASSERT_GE(want1.size(), select::threshold_min_count(k));
+  ASSERT_LE(want1.size(), select::threshold_max_count(k));
+  ASSERT_NE(want1.size(), k);  // the filter, not a top-k, made the selection
+  c->compress(acc1, k, {.iteration = 1, .rank = 0}, out);
+  EXPECT_TRUE(test::same_sparse(out, want1));
+
+  // The scale tripled: the kept threshold passes far more than 1.25 k, so the exact top-k runs.
+  std::vector<float> acc2 = acc1;
+  for (float& v : acc2) v *= 3.0f;
+  c->compress(acc2, k, {.iteration = 2, .rank = 0}, out);
+  EXPECT_TRUE(test::same_sparse(out, ReferenceTopk(acc2).topk(k)));
+
+  // Non-finite input found by the filter pass too.
+  std::vector<float> bad = acc2;
+  bad[n / 2] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(c->compress(bad, k, {.iteration = 3, .rank = 0}, out), InvalidData);
+
+  // Iteration 32 recomputes even where the kept threshold would still do (as it does in 31).
+  std::vector<float> acc32 = test::synthetic(n, Distribution::normal, 6);
+  for (std::size_t i = 0; i < n; ++i) acc32[i] = acc2[i] + 0.3f * acc32[i];
+  c->compress(acc32, k, {.iteration = 31, .rank = 0}, out);
+  EXPECT_NE(out.size(), k);
+  EXPECT_GE(out.size(), select::threshold_min_count(k));
+  c->compress(acc32, k, {.iteration = 32, .rank = 0}, out);
+  EXPECT_TRUE(test::same_sparse(out, ReferenceTopk(acc32).topk(k)));
+
+  config.threshold_period = 0;
+  EXPECT_THROW(make_compressor(config), InvalidArgument);
 }
 
 }  // namespace

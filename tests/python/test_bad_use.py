@@ -26,7 +26,7 @@ def test_refuses_to_start_without_a_process_group():
     ({"density": 1.5}, "density"),
     ({"density": math.nan}, "density"),
     ({"density": "0.1"}, "density"),
-    ({"compressor": "top-k"}, "unknown compressor 'top-k'; one of topk, randk"),
+    ({"compressor": "top-k"}, "unknown compressor 'top-k'; one of topk, topk-reuse, randk"),
     ({"aggregator": "ring"}, "unknown aggregator 'ring'"),
     ({"aggregator": 3}, "unknown aggregator 3"),
     ({"r_factor": 0.5}, "r_factor must be a number >= 1"),

@@ -117,7 +117,8 @@ def check_against_reference(records, groups_per_step, compressor, aggregator, de
 
 CASES = [(4, "topk", "gtopk-rd", 0.05), (3, "topk", "gtopk-rd", 0.05), (4, "topk", "gtopk", 0.05),
          (3, "topk", "allgather", 0.05), (4, "rtopk", "gtopk-rd", 0.05), (4, "randk", "randk-shared", 0.1),
-         (3, "gaussiank", "allgather", 0.1), (4, "dgc", "gtopk", 0.1), (3, "none", "dense", 1.0)]
+         (3, "gaussiank", "allgather", 0.1), (4, "dgc", "gtopk", 0.1), (3, "none", "dense", 1.0),
+         (3, "topk", "oktopk", 0.05), (4, "dgc", "oktopk", 0.1)]
 
 
 @pytest.mark.parametrize("world_size,compressor,aggregator,density", CASES)

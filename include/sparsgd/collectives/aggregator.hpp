@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sparsgd/core/sparse_vector.hpp"
@@ -17,6 +18,8 @@
 namespace sparsgd::collectives {
 
 struct Aggregation {
+  // The algorithm that formed this sum: the aggregator's own name, or the one auto chose.
+  std::string_view method;
   bool dense = false;
   SparseVector sum;                    // sparse methods: the global sum, ascending, equal on every rank
   std::vector<float> dense_sum;        // the dense method: n floats, equal on every rank
@@ -35,14 +38,26 @@ class Aggregator {
                          Aggregation& out) = 0;
 };
 
+// A network under the alpha-beta model: what auto costs the candidates on.
+struct NetworkEstimate {
+  double alpha_seconds = 0.0;     // per message
+  double seconds_per_byte = 0.0;  // 1 / bandwidth
+  bool known = false;             // false: auto measures it at its first exchange
+  bool measured = false;          // it came from the ping-pong
+};
+
 // How an aggregator builds its messages; every rank of a job must pass the same.
 struct AggregatorOptions {
+  AggregatorOptions() = default;
+  AggregatorOptions(wire::IndexCoding coding, NetworkEstimate given = {}) : index_coding(coding), network(given) {}
   // Compressed indices (core/index_codec.hpp) cost CPU time on both ends and save about 20 of a
   // raw index's 32 bits at density 0.001: worth it where the network is slow.
   wire::IndexCoding index_coding = wire::IndexCoding::raw;
+  // auto only: the network to choose for.
+  NetworkEstimate network;
 };
 
-// dense, allgather, gtopk, gtopk-rd, randk-shared. Throws InvalidArgument for other names, and for
+// dense, allgather, gtopk, gtopk-rd, oktopk, randk-shared, auto. Throws InvalidArgument for other names, and for
 // compressed indices with an aggregator that sends no indices (dense, randk-shared).
 std::unique_ptr<Aggregator> make_aggregator(const std::string& name, const AggregatorOptions& options = {});
 const std::vector<std::string>& aggregator_names();

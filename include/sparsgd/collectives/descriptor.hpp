@@ -30,6 +30,9 @@ struct AggregatorProperties {
   bool needs_shared_indices = false;
   // The result is n floats (Aggregation::dense_sum), not a sparse sum.
   bool dense_result = false;
+  // Another aggregator forms each sum (auto): the reference, the traffic and the sum order are
+  // that one's (Aggregation::method names it).
+  bool delegates = false;
 };
 
 // One aggregation's cost under the alpha-beta model (alpha per message, beta per byte).
@@ -77,8 +80,12 @@ struct AggregatorDescriptor {
   ReferenceAggregation (*reference)(const std::vector<SparseVector>& selections, std::size_t k) = nullptr;
   // Closed form on the critical path, every selection holding k entries.
   CommCost (*cost)(const CostQuery& query) = nullptr;
-  // Exactly what `rank` sends with raw indices when every selection holds k entries.
+  // Exactly what `rank` sends with raw indices when every selection holds k entries; null where
+  // that depends on where the entries lie (then traffic_of).
   RankTraffic (*traffic)(int workers, int rank, std::size_t n, std::size_t k) = nullptr;
+  // Exactly what `rank` sends with raw indices in a first call on these selections; null where
+  // traffic answers for any selections of k entries.
+  RankTraffic (*traffic_of)(const std::vector<SparseVector>& selections, std::size_t k, int rank) = nullptr;
   Footprint worker_memory;     // one worker's buffers (gradient and residual included)
   Footprint reference_memory;  // its serial reference, for all workers
   Footprint result_memory;     // one aggregation's result, kept for verification
@@ -90,7 +97,7 @@ const std::vector<const AggregatorDescriptor*>& aggregator_descriptors();
 // Throws InvalidArgument naming the known aggregators.
 const AggregatorDescriptor& find_aggregator(std::string_view name);
 
-// "dense, allgather, gtopk, gtopk-rd or randk-shared", for help texts and errors.
+// "dense, allgather, gtopk, gtopk-rd, oktopk or randk-shared", for help texts and errors.
 std::string aggregator_choices();
 
 }  // namespace sparsgd::collectives

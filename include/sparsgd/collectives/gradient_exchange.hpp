@@ -25,6 +25,8 @@ struct ExchangeConfig {
   // How sparse messages carry their indices (every rank the same); compressed needs an aggregator
   // that sends indices.
   wire::IndexCoding index_coding = wire::IndexCoding::raw;
+  // auto: the network to choose for; unknown: measured by a ping-pong at the first exchange.
+  NetworkEstimate network;
   // Benchmarks: a barrier between compression and aggregation, so that aggregate_seconds times the
   // collective alone (no worker waits there for a slower one's compression). Off in training.
   bool barrier_before_aggregation = false;

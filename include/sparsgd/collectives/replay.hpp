@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sparsgd/collectives/aggregator.hpp"
@@ -28,12 +29,15 @@ class ExchangeReplay {
   std::size_t n() const { return n_; }
   int workers() const { return static_cast<int>(residual_.size()); }
   std::size_t k() const { return k_; }
-  // Whether the aggregator fixes the order of its additions, so that sums must match bit for bit
-  // (the rings add in another order than the reference: there the rounding bound applies).
+  // Whether the last step's aggregator fixes the order of its additions, so that sums must match
+  // bit for bit (the rings add in another order than the reference: there the rounding bound applies).
   bool exact_order() const { return exact_order_; }
 
   // One exchange step of every worker; gradient(w, out) writes worker w's gradient (n floats).
-  void step(std::uint64_t iteration, const std::function<void(int, std::span<float>)>& gradient);
+  // `method`: the aggregator that formed the step's sum (Aggregation::method), which must be given
+  // where the configured one delegates (auto); empty: the configured one.
+  void step(std::uint64_t iteration, const std::function<void(int, std::span<float>)>& gradient,
+            std::string_view method = {});
 
   // Of the last step: worker w's selection, the reference aggregation, and w's residual after it.
   const SparseVector& selection(int worker) const { return selections_.at(static_cast<std::size_t>(worker)); }

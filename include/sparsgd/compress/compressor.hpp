@@ -1,6 +1,7 @@
 #pragma once
 // Compressors: the local selection one worker makes from its accumulated gradient (DESIGN.md).
-// topk, randk, randk-unbiased, rtopk, gaussiank, dgc, and none (the dense S-SGD baseline).
+// topk, topk-reuse, randk, randk-unbiased, rtopk, gaussiank, dgc, and none (the dense S-SGD
+// baseline).
 
 #include <cstddef>
 #include <cstdint>
@@ -37,7 +38,7 @@ class Compressor {
   virtual bool scales_values() const { return false; }
   // Selects entries of acc into out (out.dim = acc.size(), ascending indices). k is the target
   // count: exact for topk, randk, rtopk and none (which selects all n); within
-  // [ceil(0.8k), floor(1.25k)] for gaussiank and dgc (select/threshold.hpp). Throws InvalidArgument
+  // [ceil(0.8k), floor(1.25k)] for gaussiank, dgc and topk-reuse (select/threshold.hpp). Throws InvalidArgument
   // on a bad k and InvalidData if acc holds NaN or Inf.
   virtual void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                         SparseVector& out) = 0;
@@ -48,9 +49,13 @@ struct CompressorConfig {
   double r_factor = 4.0;      // rtopk: r = ceil(r_factor * k)
   std::uint64_t seed = 0;     // randk, randk-unbiased, rtopk
   bool shared_seed = false;   // randk, randk-unbiased: the same indices on every worker
+  // topk-reuse: the exact top-k (and a new threshold) in iterations that are multiples of this,
+  // one filter pass against the kept threshold in between (Ok-Topk's period is 32).
+  std::uint64_t threshold_period = 32;
 };
 
-// Throws InvalidArgument for an unknown name or a bad option (r_factor < 1 or not finite).
+// Throws InvalidArgument for an unknown name or a bad option (r_factor < 1 or not finite,
+// threshold_period 0).
 std::unique_ptr<Compressor> make_compressor(const CompressorConfig& config);
 
 // The names make_compressor accepts.

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/core/memory.hpp"
 #include "sparsgd/torch/train_config.hpp"
 #include "sparsgd/transport/transport.hpp"
@@ -64,6 +66,9 @@ struct TrainSummary {
   double final_validation_loss = std::numeric_limits<double>::quiet_NaN();  // NaN without a validation set
   double final_validation_accuracy = std::numeric_limits<double>::quiet_NaN();
   bool error_feedback = true;
+  // --aggregator auto: the network it chose for, and its choice for the whole model.
+  std::optional<collectives::NetworkEstimate> auto_network;
+  std::string auto_choice;
   // Every option of the run as the CLI names it (run_config_fields), so that a summary says how
   // to rerun it.
   std::vector<std::pair<std::string, std::string>> options;

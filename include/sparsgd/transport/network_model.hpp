@@ -12,6 +12,7 @@
 // copying is not charged. Each message carries its arrival time in an 8-byte prefix that the
 // counters of this wrapper do not count.
 
+#include <algorithm>
 #include <string>
 
 #include "sparsgd/transport/transport.hpp"
@@ -44,6 +45,8 @@ class SimulatedNetwork final : public TransportWrapper {
 
   // The virtual clock in seconds, after charging the compute time since the last call.
   double now();
+  // The transport's clock is the virtual one (with the compute not yet charged).
+  double clock_seconds() const override { return clock_ + std::max(0.0, thread_cpu_seconds() - cpu_mark_); }
   // Drops the compute time since the last call from the clock (work that the simulated run would
   // not do, such as evaluation or bookkeeping).
   void discard_compute() { mark_compute(); }

@@ -43,6 +43,7 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--validation", std::to_string(c.validation), true},
           {"--compressor", c.compressor, true},
           {"--r-factor", field_value(c.r_factor), true},
+          {"--threshold-period", std::to_string(c.threshold_period), true},
           {"--error-feedback", on_off(c.error_feedback), true},
           {"--aggregator", c.aggregator, true},
           {"--index-coding", c.index_coding, true},
@@ -150,11 +151,15 @@ bool uses_momentum_correction(const TrainConfig& c) {
 collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
   collectives::ExchangeConfig exchange;
   exchange.compressor = {c.compressor, c.r_factor, c.seed,
-                         collectives::find_aggregator(c.aggregator).properties.needs_shared_indices};
+                         collectives::find_aggregator(c.aggregator).properties.needs_shared_indices,
+                         c.threshold_period};
   exchange.aggregator = c.aggregator;
   exchange.density = density_for_epoch(c, 0);
   exchange.error_feedback = c.error_feedback;
   exchange.index_coding = wire::parse_index_coding(c.index_coding);
+  // auto chooses for the simulated network where there is one, else measures the real one.
+  const transport::NetworkSpec network = transport::parse_network(c.network);
+  if (network.enabled()) exchange.network = {network.alpha_seconds, 1.0 / network.bytes_per_second, true, false};
   return exchange;
 }
 

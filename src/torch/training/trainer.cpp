@@ -23,8 +23,11 @@
 #include "run_records.hpp"
 #include "run_state.hpp"
 #include "schedules.hpp"
+#include "sparsgd/collectives/auto_select.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
+#include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/file_io.hpp"
 #include "sparsgd/core/stop_request.hpp"
@@ -69,7 +72,24 @@ class TrainingRun {
       names.push_back(name);
       parameters_.push_back(tensor);
     }
-    const collectives::ExchangeConfig exchange = exchange_config(c_);
+    collectives::ExchangeConfig exchange = exchange_config(c_);
+    if (collectives::find_aggregator(exchange.aggregator).properties.delegates) {
+      // auto: the network it chooses for (given by --network, else measured once, here), and its
+      // choice for the whole model (per layer, each layer's size decides).
+      if (!exchange.network.known) exchange.network = collectives::measure_network(comm());
+      std::int64_t parameters = 0;
+      for (const auto& tensor : parameters_) parameters += tensor.numel();
+      const auto n = static_cast<std::size_t>(parameters);
+      summary_.auto_network = exchange.network;
+      summary_.auto_choice = std::string(
+          collectives::cheapest_aggregator(p_, n, k_from_density(n, exchange.density), exchange.index_coding, exchange.network));
+      if (rank_ == 0) {
+        std::printf("auto: alpha %.3g s, %.3g s/byte (%s): %s for the whole model\n", exchange.network.alpha_seconds,
+                    exchange.network.seconds_per_byte, exchange.network.measured ? "measured by ping-pong" : "--network",
+                    summary_.auto_choice.c_str());
+        std::fflush(stdout);
+      }
+    }
     const SgdConfig sgd{c_.momentum, c_.nesterov, c_.weight_decay, uses_momentum_correction(c_), c_.per_layer,
                         c_.on_nonfinite == "skip"};
     optimizer_ = make_training_optimizer(c_.optimizer, comm(), parameters_, names, exchange, sgd);

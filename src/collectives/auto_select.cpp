@@ -1,0 +1,184 @@
+// auto (auto_select.hpp): the cost model picks, per exchange, among the descriptors' closed forms.
+
+#include "sparsgd/collectives/auto_select.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "collectives/algorithms.hpp"
+#include "collectives/tags.hpp"
+#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd::collectives {
+namespace {
+
+constexpr std::array<std::size_t, 6> kPingSizes = {0, 1024, 16384, 131072, 524288, 1048576};
+constexpr int kPingRepeats = 5;  // the fastest of these, after one warm-up round trip
+
+CostQuery query_for(int workers, std::size_t n, std::size_t k, wire::IndexCoding coding, const NetworkEstimate& net,
+                    const AggregatorDescriptor& d) {
+  CostQuery q;
+  q.workers = workers;
+  q.n = n;
+  q.k = k;
+  q.coding = d.properties.sends_indices ? coding : wire::IndexCoding::raw;
+  q.alpha_seconds = net.alpha_seconds;
+  q.seconds_per_byte = net.seconds_per_byte;
+  return q;
+}
+
+class AutoAggregator final : public Aggregator {
+ public:
+  explicit AutoAggregator(const AggregatorOptions& options) : options_(options) { decision_.network = options.network; }
+  std::string name() const override { return "auto"; }
+  std::uint32_t wire_id() const override { return auto_descriptor().wire_id; }
+
+  void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
+    if (!decision_.network.known) decision_.network = measure_network(t);
+    const std::string_view choice =
+        cheapest_aggregator(t.size(), local.dim, k, options_.index_coding, decision_.network);
+    auto& chosen = made_[choice];
+    if (!chosen) {
+      AggregatorOptions options = options_;
+      if (!find_aggregator(choice).properties.sends_indices) options.index_coding = wire::IndexCoding::raw;
+      chosen = find_aggregator(choice).make(options);
+    }
+    decision_.last_choice = choice;
+    chosen->aggregate(t, local, k, out);
+    out.method = find_aggregator(choice).name;
+  }
+
+  const AutoDecision& decision() const { return decision_; }
+
+ private:
+  AggregatorOptions options_;
+  AutoDecision decision_;
+  std::map<std::string_view, std::unique_ptr<Aggregator>> made_;
+};
+
+ReferenceAggregation no_reference(const std::vector<SparseVector>&, std::size_t) {
+  throw InvalidArgument(
+      "auto has no reference of its own: its result is that of the aggregator it chose (Aggregation::method)");
+}
+
+CommCost cheapest_cost(const CostQuery& q) {
+  const NetworkEstimate net{q.alpha_seconds, q.seconds_per_byte, true, false};
+  const AggregatorDescriptor& d = find_aggregator(cheapest_aggregator(q.workers, q.n, q.k, q.coding, net));
+  return d.cost(query_for(q.workers, q.n, q.k, q.coding, net, d));
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& auto_candidates() {
+  static const std::vector<std::string_view> candidates = {"gtopk-rd", "oktopk", "allgather", "dense"};
+  return candidates;
+}
+
+std::string_view cheapest_aggregator(int workers, std::size_t n, std::size_t k, wire::IndexCoding coding,
+                                     const NetworkEstimate& network) {
+  std::string_view best;
+  double best_seconds = std::numeric_limits<double>::infinity();
+  for (const std::string_view name : auto_candidates()) {
+    const AggregatorDescriptor& d = find_aggregator(name);
+    const double seconds = d.cost(query_for(workers, n, k, coding, network, d)).seconds;
+    if (seconds < best_seconds) {
+      best_seconds = seconds;
+      best = d.name;
+    }
+  }
+  return best;
+}
+
+NetworkEstimate measure_network(transport::Transport& t) {
+  NetworkEstimate fit;
+  fit.known = true;
+  fit.measured = true;
+  if (t.size() < 2) return fit;
+  std::array<float, 2> shared{};  // alpha, seconds per byte, from rank 0
+  if (t.rank() < 2) {
+    const int peer = 1 - t.rank();
+    std::vector<std::byte> message(kPingSizes.back()), reply;
+    std::array<double, kPingSizes.size()> fastest{};
+    for (std::size_t s = 0; s < kPingSizes.size(); ++s) {
+      const std::size_t bytes = kPingSizes[s];
+      const std::span<const std::byte> payload(message.data(), bytes);
+      fastest[s] = std::numeric_limits<double>::infinity();
+      for (int repeat = 0; repeat <= kPingRepeats; ++repeat) {
+        const double start = t.clock_seconds();
+        if (t.rank() == 0) {
+          t.send(peer, tags::kPingPong, payload);
+          t.recv(peer, tags::kPingPong, reply, bytes);
+        } else {
+          t.recv(peer, tags::kPingPong, reply, bytes);
+          t.send(peer, tags::kPingPong, payload);
+        }
+        if (reply.size() != bytes) {
+          throw transport::TransportError("rank " + std::to_string(t.rank()) + ": the network ping-pong got " +
+                                          std::to_string(reply.size()) + " bytes back where it sent " +
+                                          std::to_string(bytes));
+        }
+        const double one_way = 0.5 * (t.clock_seconds() - start);
+        if (repeat > 0) fastest[s] = std::min(fastest[s], one_way);
+      }
+    }
+    // Least squares of one-way time against bytes.
+    double mean_x = 0.0, mean_y = 0.0;
+    for (std::size_t s = 0; s < kPingSizes.size(); ++s) {
+      mean_x += static_cast<double>(kPingSizes[s]);
+      mean_y += fastest[s];
+    }
+    mean_x /= static_cast<double>(kPingSizes.size());
+    mean_y /= static_cast<double>(kPingSizes.size());
+    double sxy = 0.0, sxx = 0.0;
+    for (std::size_t s = 0; s < kPingSizes.size(); ++s) {
+      const double dx = static_cast<double>(kPingSizes[s]) - mean_x;
+      sxy += dx * (fastest[s] - mean_y);
+      sxx += dx * dx;
+    }
+    const double beta = std::max(0.0, sxy / sxx);
+    const double alpha = std::max(0.0, mean_y - beta * mean_x);
+    shared = {static_cast<float>(alpha), static_cast<float>(beta)};
+  }
+  broadcast(t, shared, 0);
+  if (!(std::isfinite(shared[0]) && std::isfinite(shared[1]) && shared[0] >= 0.0f && shared[1] >= 0.0f)) {
+    throw transport::TransportError("rank " + std::to_string(t.rank()) + ": rank 0 sent a corrupt network fit");
+  }
+  fit.alpha_seconds = shared[0];
+  fit.seconds_per_byte = shared[1];
+  return fit;
+}
+
+const AutoDecision* auto_decision(const Aggregator& aggregator) {
+  const auto* a = dynamic_cast<const AutoAggregator*>(&aggregator);
+  return a != nullptr ? &a->decision() : nullptr;
+}
+
+const AggregatorDescriptor& auto_descriptor() {
+  static const AggregatorDescriptor descriptor{
+      .name = "auto",
+      .wire_id = 7,
+      .summary = "per exchange, the cheapest of gtopk-rd, oktopk, allgather and dense by the cost model on the "
+                 "network (given, or fitted by a ping-pong at the first exchange)",
+      .properties = {.sends_indices = true, .exact_sum_order = false, .delegates = true},
+      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
+        return std::make_unique<AutoAggregator>(options);
+      },
+      .reference = no_reference,
+      .cost = cheapest_cost,
+      .traffic = nullptr,
+      .traffic_of = nullptr,
+      // The largest of its candidates' in each part (dense's arrays, gtopk-rd's pairs, allgather's
+      // pairs per worker): one candidate works at a time (two after a change of density).
+      .worker_memory = {.arrays = 4.8, .pairs = 16, .pairs_per_worker = 4},
+      .reference_memory = {.arrays = 3, .pairs = 50, .pairs_per_worker = 25},
+      .result_memory = {.arrays = 1, .pairs = 1, .pairs_per_worker = 1},
+  };
+  return descriptor;
+}
+
+}  // namespace sparsgd::collectives
