@@ -23,7 +23,9 @@ for p in $workers; do
     mv "$runs/$p-$agg.tmp" "$runs/$p-$agg.json"
   done
 done
-python3 - "$runs" "$iters" "$workers" >docs/results/comm.md <<'PY'
+# scripts/report-auto.sh owns the block between the auto-sweep markers: keep it.
+auto_block=$(sed -n '/<!-- auto sweep begin/,/<!-- auto sweep end -->/p' docs/results/comm.md 2>/dev/null || true)
+python3 - "$runs" "$iters" "$workers" >docs/results/comm.md.tmp <<'PY'
 import json, pathlib, sys
 runs, iters, workers = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3].split()
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
@@ -47,4 +49,6 @@ for p in workers:
               f"{d['median_ms']:.1f} | {d['bytes_sent_per_worker']['max']:,.0f} | {d['messages_per_worker']['max']:.0f} | "
               f"{d['matches_reference']} | {d['conservation_rel_error']:.1e} |")
 PY
+{ cat docs/results/comm.md.tmp; [ -z "$auto_block" ] || printf '\n%s\n' "$auto_block"; } >docs/results/comm.md
+rm docs/results/comm.md.tmp
 echo "wrote docs/results/comm.md"

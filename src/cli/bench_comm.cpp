@@ -50,6 +50,7 @@ struct CommOptions {
   std::uint64_t threshold_period = 32;
   bool error_feedback = true;
   std::string index_coding = "raw";
+  int auto_trials = 2;
   int iters = 5;
   std::uint64_t seed = 1;
   int timeout_ms = 60'000;
@@ -160,6 +161,7 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   config.density = o.density;
   config.error_feedback = o.error_feedback;
   config.index_coding = wire::parse_index_coding(o.index_coding);
+  config.auto_trial_rounds = o.auto_trials;
   config.barrier_before_aggregation = true;  // so that the aggregation is timed alone
   return config;
 }
@@ -306,13 +308,15 @@ double median_of_max(const std::vector<std::vector<double>>& per_worker) { retur
 // The aggregation of a synchronous step: from the moment the last worker has its selection until
 // the last worker holds the sum. (A worker that is ready early waits for the others; that wait is
 // load imbalance of the compression, not communication.)
-double median_aggregation_ms(const Report& r) {
+std::vector<double> aggregation_ms(const Report& r) {
   const auto ready = max_per_iteration(r.sim_ready_ms);
   const auto summed = max_per_iteration(r.sim_summed_ms);
   std::vector<double> span(ready.size());
   for (std::size_t i = 0; i < span.size(); ++i) span[i] = summed[i] - ready[i];
-  return median(span);
+  return span;
 }
+
+double median_aggregation_ms(const Report& r) { return median(aggregation_ms(r)); }
 
 // The aggregation on the transport's clock: from the last worker starting it to the last one
 // holding the sum. Under SimGrid SMPI with smpi/simulate-computation:no, compression and the residual
@@ -350,10 +354,30 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
   if (r.global_clock) clock_ms = median_clock_ms(r);
   nlohmann::json auto_json = nullptr;
   if (r.auto_decision) {
-    auto_json = {{"choice", std::string(r.auto_decision->last_choice)},
-                 {"alpha_s", r.auto_decision->network.alpha_seconds},
-                 {"seconds_per_byte", r.auto_decision->network.seconds_per_byte},
-                 {"network_measured", r.auto_decision->network.measured}};
+    const collectives::AutoDecision& d = *r.auto_decision;
+    nlohmann::json trials = nlohmann::json::array();
+    for (const collectives::AutoTrial& trial : d.trials) {
+      trials.push_back({{"aggregator", std::string(trial.aggregator)},
+                        {"model_ms", 1e3 * trial.model_seconds},
+                        {"measured_ms", trial.runs > 0 ? nlohmann::json(1e3 * trial.measured_seconds) : nlohmann::json()},
+                        {"runs", trial.runs}});
+    }
+    // The iterations after the trials (bench comm has one (n, k), so the trials come first).
+    nlohmann::json settled_ms = nullptr;
+    if (network.enabled() && !d.settled.empty()) {
+      const std::vector<double> spans = aggregation_ms(r);
+      const auto first = static_cast<std::size_t>(d.trial_exchanges);
+      if (first < spans.size()) settled_ms = median(std::vector<double>(spans.begin() + static_cast<std::ptrdiff_t>(first), spans.end()));
+    }
+    auto_json = {{"choice", std::string(d.settled.empty() ? d.last_choice : d.settled)},
+                 {"settled", !d.settled.empty()},
+                 {"model_choice", std::string(d.model_choice)},
+                 {"trials", trials},
+                 {"trial_exchanges", d.trial_exchanges},
+                 {"sim_comm_settled_ms", settled_ms},
+                 {"alpha_s", d.network.alpha_seconds},
+                 {"seconds_per_byte", d.network.seconds_per_byte},
+                 {"network_measured", d.network.measured}};
   }
   if (o.json) {
     nlohmann::json doc = {{"transport", o.transport},
@@ -372,6 +396,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"median_ms", median_ms},
                           {"agg_median_ms", median(agg_ms)},
                           {"agg_ms", agg_ms},
+                          {"sim_comm_ms_per_iteration", network.enabled() ? nlohmann::json(aggregation_ms(r)) : nlohmann::json()},
                           {"agg_cpu_median_ms", median_of_max(r.agg_cpu_ms)},
                           {"compress_median_ms", median_of_max(r.compress_ms)},
                           {"sim_ms", sim_ms},
@@ -388,10 +413,20 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
     fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} indices={} network={} iters={}\n",
                o.transport, workers, o.n, k, o.compressor, o.aggregator, o.index_coding, network.name, o.iters);
     if (r.auto_decision) {
-      fmt::print("  auto: chose {} (last iteration) for alpha {:.3g} s, {:.3g} s/byte ({})\n",
-                 r.auto_decision->last_choice, r.auto_decision->network.alpha_seconds,
-                 r.auto_decision->network.seconds_per_byte,
-                 r.auto_decision->network.measured ? "measured by ping-pong" : "given by --network");
+      const collectives::AutoDecision& d = *r.auto_decision;
+      fmt::print("  auto: network alpha {:.3g} s, {:.3g} s/byte ({}); closed forms propose {}\n", d.network.alpha_seconds,
+                 d.network.seconds_per_byte, d.network.measured ? "measured by ping-pong" : "given by --network",
+                 d.model_choice);
+      for (const collectives::AutoTrial& trial : d.trials) {
+        fmt::print("    {:<10} model {:.3f} ms, fastest trial {}\n", trial.aggregator, 1e3 * trial.model_seconds,
+                   trial.runs > 0 ? fmt::format("{:.3f} ms ({} runs)", 1e3 * trial.measured_seconds, trial.runs)
+                                  : std::string("not run"));
+      }
+      if (d.settled.empty()) {
+        fmt::print("    still trying after {} exchanges (more --iters to settle)\n", d.trial_exchanges);
+      } else {
+        fmt::print("    settled on {} after {} trial exchanges\n", d.settled, d.trial_exchanges);
+      }
     }
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
     fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
@@ -660,6 +695,7 @@ collectives::ConfigFields comm_config_fields(const CommOptions& o) {
           {"--threshold-period", std::to_string(o.threshold_period)},
           {"--error-feedback", o.error_feedback ? "on" : "off"},
           {"--index-coding", o.index_coding},
+          {"--auto-trials", std::to_string(o.auto_trials)},
           {"--iters", std::to_string(o.iters)},
           {"--seed", std::to_string(o.seed)},
           {"--timeout-ms", std::to_string(o.timeout_ms)},
@@ -717,6 +753,11 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_option("--index-coding", opt->index_coding,
                   "raw (32 bits an index) or compressed (Golomb-Rice gaps, or a bitmap, whichever is smaller: "
                   "about 12 bits an index at density 0.001); allgather, gtopk and gtopk-rd")
+      ->capture_default_str();
+  cmd->add_option("--auto-trials", opt->auto_trials,
+                  "auto: times each candidate within 3x of the closed forms' cheapest this many times, then keeps "
+                  "the fastest; 0: the closed forms' choice")
+      ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
       ->capture_default_str();
   cmd->add_option("--iters", opt->iters, "iterations")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "seed of the synthetic gradients and random compressors")->capture_default_str()->check(non_negative_integer());

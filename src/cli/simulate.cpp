@@ -188,7 +188,7 @@ void run_simulate(const SimulateOptions& o) {
     }
     write_file_atomically(dir / "scaling.csv", csv);
     // One data block per method, so the methods' names come from the program, not from the CSV.
-    const std::vector<std::string> methods = {"dense", "topk", "gtopk", "gtopk-rd"};
+    const std::vector<std::string> methods = {"dense", "topk", "gtopk", "gtopk-rd", "oktopk"};
     std::string script = "set terminal pngcairo size 900,600 noenhanced\nset output 'efficiency.png'\n";
     script += fmt::format("set title {}\n", gnuplot_text_literal("Scaling efficiency: " + o.model + " on " + network.name));
     script += "set xlabel 'workers'\nset ylabel 'efficiency'\nset logscale x 2\nset yrange [0:1.05]\nset grid\n"
@@ -217,7 +217,7 @@ void run_simulate(const SimulateOptions& o) {
 void register_simulate(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "simulate", "Scaling efficiency of dense, Top-k and gTop-k S-SGD from the closed-form alpha-beta model");
+      "simulate", "Scaling efficiency of dense, Top-k, gTop-k and Ok-Topk S-SGD from the closed-form alpha-beta model");
   cmd->add_option("--model", o->model, "vgg16, resnet20, alexnet, resnet50, lstm-ptb or custom")->capture_default_str();
   cmd->add_option("--workers", o->workers, "worker counts, comma separated")->delimiter(',')->capture_default_str();
   cmd->add_option("--network", o->network, "none is not allowed: 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS")->capture_default_str();

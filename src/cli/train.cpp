@@ -19,6 +19,7 @@
 #include "cli/plots.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/collectives/agreement.hpp"
+#include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/stop_request.hpp"
 #include "sparsgd/torch/trainer.hpp"
@@ -165,6 +166,11 @@ void register_train(CLI::App& app) {
   add_on_off_option(cmd, "--error-feedback", c->error_feedback,
                     "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
   cmd->add_option("--aggregator", c->aggregator, aggregator_help())->capture_default_str();
+  cmd->add_option("--auto-trials", c->auto_trials,
+                  "auto: times each candidate within 3x of the closed forms' cheapest this many times, then keeps "
+                  "the fastest; 0: the closed forms' choice (reproducible)")
+      ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
+      ->capture_default_str();
   cmd->add_option("--index-coding", c->index_coding,
                   "raw (32 bits an index) or compressed (Golomb-Rice gaps, or a bitmap, whichever is smaller: "
                   "about 12 bits an index at density 0.001); allgather, gtopk and gtopk-rd")

@@ -1,4 +1,4 @@
-// auto (auto_select.hpp): the cost model picks, per exchange, among the descriptors' closed forms.
+// auto (auto_select.hpp): the descriptors' closed forms propose, timed trials decide.
 
 #include "sparsgd/collectives/auto_select.hpp"
 
@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "collectives/algorithms.hpp"
 #include "collectives/tags.hpp"
@@ -40,25 +41,92 @@ class AutoAggregator final : public Aggregator {
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     if (!decision_.network.known) decision_.network = measure_network(t);
-    const std::string_view choice =
-        cheapest_aggregator(t.size(), local.dim, k, options_.index_coding, decision_.network);
+    Settlement& s = settlement_for(t.size(), local.dim, k);
+    AutoTrial* trial = s.settled.empty() ? &s.trials[s.next] : nullptr;
+    const std::string_view choice = trial != nullptr ? trial->aggregator : s.settled;
+    const double start = t.clock_seconds();
+    made(choice).aggregate(t, local, k, out);
+    out.method = choice;
+    decision_.last_choice = choice;
+    if (trial != nullptr) {
+      // From the last rank starting to the last one finishing, which every rank learns, so every
+      // rank settles on the same candidate. (A rank that started early and waited for the others
+      // would otherwise count the others' compression. Across machines whose clocks differ by an
+      // offset it tends to the span of the rank whose clock is ahead, the same for every candidate.)
+      std::array<double, 2> span{std::max(0.0, start), std::max(0.0, t.clock_seconds())};
+      allreduce_max(t, span);
+      const double slowest = std::max(0.0, span[1] - span[0]);
+      trial->measured_seconds = trial->runs == 0 ? slowest : std::min(trial->measured_seconds, slowest);
+      ++trial->runs;
+      ++decision_.trial_exchanges;
+      if (++s.next == s.trials.size()) {
+        s.next = 0;
+        if (++s.round == options_.auto_trial_rounds) {
+          s.settled = fastest(s.trials);
+          release_unsettled();
+        }
+      }
+    }
+    decision_.settled = s.settled;
+    decision_.model_choice = s.trials.front().aggregator;
+    decision_.trials = s.trials;
+  }
+
+  const AutoDecision& decision() const { return decision_; }
+
+ private:
+  struct Settlement {
+    std::vector<AutoTrial> trials;  // cheapest closed form first
+    std::string_view settled;       // empty while trying
+    std::size_t next = 0;           // the trial to run next
+    int round = 0;
+  };
+
+  Settlement& settlement_for(int workers, std::size_t n, std::size_t k) {
+    const auto [it, inserted] = settlements_.try_emplace({workers, n, k});
+    Settlement& s = it->second;
+    if (inserted) {
+      s.trials = plausible_candidates(workers, n, k, options_.index_coding, decision_.network);
+      if (options_.auto_trial_rounds == 0 || s.trials.size() == 1) s.settled = s.trials.front().aggregator;
+    }
+    return s;
+  }
+
+  static std::string_view fastest(const std::vector<AutoTrial>& trials) {
+    const AutoTrial* best = &trials.front();
+    for (const AutoTrial& trial : trials) {
+      if (trial.measured_seconds < best->measured_seconds) best = &trial;
+    }
+    return best->aggregator;
+  }
+
+  // Frees the candidates no settled (n, k) uses; one still trying keeps them all.
+  void release_unsettled() {
+    for (const auto& [key, s] : settlements_) {
+      if (s.settled.empty()) return;
+    }
+    std::erase_if(made_, [this](const auto& entry) {
+      for (const auto& [key, s] : settlements_) {
+        if (s.settled == entry.first) return false;
+      }
+      return true;
+    });
+  }
+
+  Aggregator& made(std::string_view choice) {
     auto& chosen = made_[choice];
     if (!chosen) {
       AggregatorOptions options = options_;
       if (!find_aggregator(choice).properties.sends_indices) options.index_coding = wire::IndexCoding::raw;
       chosen = find_aggregator(choice).make(options);
     }
-    decision_.last_choice = choice;
-    chosen->aggregate(t, local, k, out);
-    out.method = find_aggregator(choice).name;
+    return *chosen;
   }
 
-  const AutoDecision& decision() const { return decision_; }
-
- private:
   AggregatorOptions options_;
   AutoDecision decision_;
   std::map<std::string_view, std::unique_ptr<Aggregator>> made_;
+  std::map<std::tuple<int, std::size_t, std::size_t>, Settlement> settlements_;
 };
 
 ReferenceAggregation no_reference(const std::vector<SparseVector>&, std::size_t) {
@@ -77,6 +145,24 @@ CommCost cheapest_cost(const CostQuery& q) {
 const std::vector<std::string_view>& auto_candidates() {
   static const std::vector<std::string_view> candidates = {"gtopk-rd", "oktopk", "allgather", "dense"};
   return candidates;
+}
+
+std::vector<AutoTrial> plausible_candidates(int workers, std::size_t n, std::size_t k, wire::IndexCoding coding,
+                                            const NetworkEstimate& network) {
+  std::vector<AutoTrial> all;
+  for (const std::string_view name : auto_candidates()) {
+    const AggregatorDescriptor& d = find_aggregator(name);
+    all.push_back({d.name, d.cost(query_for(workers, n, k, coding, network, d)).seconds});
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const AutoTrial& a, const AutoTrial& b) { return a.model_seconds < b.model_seconds; });
+  // One worker: every candidate is a copy, nothing to time.
+  if (workers == 1) all.resize(1);
+  std::vector<AutoTrial> plausible;
+  for (const AutoTrial& trial : all) {
+    if (trial.model_seconds <= kTrialFactor * all.front().model_seconds) plausible.push_back(trial);
+  }
+  return plausible;
 }
 
 std::string_view cheapest_aggregator(int workers, std::size_t n, std::size_t k, wire::IndexCoding coding,
@@ -153,6 +239,8 @@ NetworkEstimate measure_network(transport::Transport& t) {
   return fit;
 }
 
+RankTraffic auto_trial_traffic(int workers, int rank) { return allreduce_max_traffic(workers, rank, 2); }
+
 const AutoDecision* auto_decision(const Aggregator& aggregator) {
   const auto* a = dynamic_cast<const AutoAggregator*>(&aggregator);
   return a != nullptr ? &a->decision() : nullptr;
@@ -162,8 +250,8 @@ const AggregatorDescriptor& auto_descriptor() {
   static const AggregatorDescriptor descriptor{
       .name = "auto",
       .wire_id = 7,
-      .summary = "per exchange, the cheapest of gtopk-rd, oktopk, allgather and dense by the cost model on the "
-                 "network (given, or fitted by a ping-pong at the first exchange)",
+      .summary = "per exchange, the fastest of gtopk-rd, oktopk, allgather and dense: the closed forms on the "
+                 "network (given, or fitted by a ping-pong) propose, timed trials of the plausible ones decide",
       .properties = {.sends_indices = true, .exact_sum_order = false, .delegates = true},
       .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
         return std::make_unique<AutoAggregator>(options);
@@ -172,9 +260,10 @@ const AggregatorDescriptor& auto_descriptor() {
       .cost = cheapest_cost,
       .traffic = nullptr,
       .traffic_of = nullptr,
-      // The largest of its candidates' in each part (dense's arrays, gtopk-rd's pairs, allgather's
-      // pairs per worker): one candidate works at a time (two after a change of density).
-      .worker_memory = {.arrays = 4.8, .pairs = 16, .pairs_per_worker = 4},
+      // While it tries, the candidates it has run keep their buffers: dense's arrays and Ok-Topk's
+      // region (1.3 arrays beyond the gradient and residual), every candidate's pairs; after it
+      // settles, those it did not choose are freed.
+      .worker_memory = {.arrays = 6.1, .pairs = 40, .pairs_per_worker = 4},
       .reference_memory = {.arrays = 3, .pairs = 50, .pairs_per_worker = 25},
       .result_memory = {.arrays = 1, .pairs = 1, .pairs_per_worker = 1},
   };

@@ -2,6 +2,7 @@
 #include "collectives/tags.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@ constexpr int kBroadcastTag = tags::kBroadcast;
 constexpr int kGatherTag = tags::kGather;
 constexpr int kScatterTag = tags::kScatter;
 constexpr int kReduceTag = tags::kReduce;
+constexpr int kMaxTag = tags::kMaxReduce;
 
 template <typename T>
 void receive_exactly(transport::Transport& t, int peer, int tag, std::span<T> out, std::vector<std::byte>& buffer) {
@@ -25,9 +27,8 @@ void receive_exactly(transport::Transport& t, int peer, int tag, std::span<T> ou
   if (bytes > 0) std::memcpy(out.data(), buffer.data(), bytes);
 }
 
-}  // namespace
-
-void broadcast(transport::Transport& t, std::span<float> values, int root) {
+template <typename T>
+void broadcast_values(transport::Transport& t, std::span<T> values, int root) {
   const int p = t.size();
   SPARSGD_ENFORCE(root >= 0 && root < p, "broadcast root out of range");
   if (p == 1) return;
@@ -48,6 +49,52 @@ void broadcast(transport::Transport& t, std::span<float> values, int root) {
     if (relative + mask < p) t.send((relative + mask + root) % p, kBroadcastTag, std::as_bytes(values));
     mask >>= 1;
   }
+}
+
+}  // namespace
+
+void broadcast(transport::Transport& t, std::span<float> values, int root) { broadcast_values(t, values, root); }
+
+void allreduce_max(transport::Transport& t, std::span<double> values) {
+  const int p = t.size();
+  const int rank = t.rank();
+  for (const double v : values) {
+    SPARSGD_ENFORCE(std::isfinite(v) && v >= 0.0, "allreduce_max takes finite values >= 0, not " << v);
+  }
+  std::vector<std::byte> buffer;
+  std::vector<double> child(values.size());
+  for (int mask = 1; mask < p; mask <<= 1) {
+    if (rank & mask) {
+      t.send(rank - mask, kMaxTag, std::as_bytes(values));
+      break;
+    }
+    if (rank + mask < p) {
+      receive_exactly(t, rank + mask, kMaxTag, std::span<double>(child), buffer);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        if (!(std::isfinite(child[i]) && child[i] >= 0.0)) {
+          throw transport::TransportError("rank " + std::to_string(rank) + ": rank " + std::to_string(rank + mask) +
+                                          " sent " + std::to_string(child[i]) +
+                                          " where a time (finite, >= 0) was expected");
+        }
+        values[i] = std::max(values[i], child[i]);
+      }
+    }
+  }
+  broadcast_values(t, values, 0);
+}
+
+RankTraffic allreduce_max_traffic(int workers, int rank, std::size_t values) {
+  RankTraffic traffic;
+  // The reduction: every rank but 0 sends once, to the rank that differs in its lowest set bit.
+  if (rank != 0) ++traffic.messages;
+  // The broadcast: to the children below that bit (below the top for rank 0).
+  int lowest = 1;
+  while (lowest < workers && (rank & lowest) == 0) lowest <<= 1;
+  for (int mask = lowest >> 1; mask > 0; mask >>= 1) {
+    if (rank + mask < workers) ++traffic.messages;
+  }
+  traffic.bytes = traffic.messages * values * sizeof(double);
+  return traffic;
 }
 
 void allreduce_sum(transport::Transport& t, std::span<double> values) {

@@ -13,6 +13,8 @@ void validate(const ExchangeConfig& config) {
   const auto compressor = compress::make_compressor(config.compressor);
   make_aggregator(config.aggregator, {config.index_coding});
   validate_density(config.density);
+  SPARSGD_ENFORCE(config.auto_trial_rounds >= 0 && config.auto_trial_rounds <= kMaxAutoTrialRounds,
+                  "auto's trial rounds must be 0 to " << kMaxAutoTrialRounds << ", not " << config.auto_trial_rounds);
   const bool randk_family = config.compressor.name == "randk" || config.compressor.name == "randk-unbiased";
   SPARSGD_ENFORCE(!find_aggregator(config.aggregator).properties.needs_shared_indices || randk_family,
                   "the " << config.aggregator << " aggregator needs the randk or randk-unbiased compressor (its workers "
@@ -34,7 +36,7 @@ std::unique_ptr<compress::Compressor> make_validated_compressor(const ExchangeCo
 GradientExchange::GradientExchange(transport::Transport& transport, std::size_t n, const ExchangeConfig& config)
     : transport_(transport),
       compressor_(make_validated_compressor(config)),
-      aggregator_(make_aggregator(config.aggregator, {config.index_coding, config.network})),
+      aggregator_(make_aggregator(config.aggregator, {config.index_coding, config.network, config.auto_trial_rounds})),
       feedback_(n, config.error_feedback),
       k_(k_from_density(n, config.density)),
       barrier_before_aggregation_(config.barrier_before_aggregation) {}

@@ -9,7 +9,9 @@
 // off the critical path: it runs while the next round's messages are in flight, and after the last
 // merge only survival is asked, not positions.
 
+#include <algorithm>
 #include <bit>
+#include <vector>
 
 #include "collectives/algorithms.hpp"
 #include "collectives/closed_form.hpp"
@@ -217,23 +219,58 @@ ReferenceAggregation reference(const std::vector<SparseVector>& selections, std:
   return reference_sets::from_final_set(sets[0], selections);
 }
 
+// The schedule's critical path, message by message. A rank sends its set of a round when it has
+// merged the last (a folded rank first waits for the fold) and is done with the round when its
+// partner's message has arrived; a send holds the sender for its bytes, a message arrives alpha
+// after its last byte left. So the ranks with no fold run their first rounds a hop ahead, and when
+// P is not a power of two the path is not fold + rounds + unfold: at P = 6, rank 0's last partner
+// (rank 2) had no fold, rank 0 is done after 2 hops and its unfold arrives after 3, as does rank
+// 2's last message; at P = 7, whose rank 2 is folded too, it takes 4.
+struct CriticalPath {
+  double seconds = 0.0;
+  int hops = 0;  // messages along it: the latency terms
+};
+
+CriticalPath critical_path(int workers, double alpha, double send_seconds, double unfold_send_seconds) {
+  const int p2 = closed_form::power_of_two_floor(workers);
+  const int extras = workers - p2;
+  const double hop = alpha + send_seconds;
+  std::vector<CriticalPath> ready(static_cast<std::size_t>(p2)), next(ready.size());
+  for (int r = 0; r < extras; ++r) ready[static_cast<std::size_t>(r)] = {hop, 1};
+  const auto later = [](const CriticalPath& a, const CriticalPath& b) {
+    return a.seconds != b.seconds ? (a.seconds > b.seconds ? a : b) : (a.hops >= b.hops ? a : b);
+  };
+  for (int dist = 1; dist < p2; dist <<= 1) {
+    for (int r = 0; r < p2; ++r) {
+      const CriticalPath& mine = ready[static_cast<std::size_t>(r)];
+      const CriticalPath& theirs = ready[static_cast<std::size_t>(r ^ dist)];
+      next[static_cast<std::size_t>(r)] =
+          later({mine.seconds + send_seconds, mine.hops}, {theirs.seconds + hop, theirs.hops + 1});
+    }
+    ready.swap(next);
+  }
+  CriticalPath end;
+  for (int r = 0; r < p2; ++r) end = later(end, ready[static_cast<std::size_t>(r)]);
+  for (int r = 0; r < extras; ++r) {
+    const CriticalPath& done = ready[static_cast<std::size_t>(r)];
+    end = later(end, {done.seconds + alpha + unfold_send_seconds, done.hops + 1});
+  }
+  return end;
+}
+
 // log2 P' rounds of k pairs; when P is not a power of two, a fold (k pairs) before them and an
-// unfold (k pairs and a k-bit mask) after.
+// unfold (k pairs and a k-bit mask) after, which the rounds of the ranks without a fold overlap.
 CommCost cost(const CostQuery& q) {
   CommCost cost;
   if (q.workers == 1) return cost;
   const int p2 = closed_form::power_of_two_floor(q.workers);
   const int rounds = closed_form::ceil_log2(p2);
   const double pairs = q.sparse_message_bytes();
-  cost.messages = rounds;
-  cost.seconds = rounds * (q.alpha_seconds + pairs * q.seconds_per_byte);
-  cost.bytes_per_worker = rounds * pairs;
-  if (p2 != q.workers) {
-    const double down = q.sparse_message_bytes(q.k);
-    cost.messages += 2;
-    cost.seconds += (q.alpha_seconds + pairs * q.seconds_per_byte) + (q.alpha_seconds + down * q.seconds_per_byte);
-    cost.bytes_per_worker += down;
-  }
+  const double down = q.sparse_message_bytes(q.k);
+  cost.bytes_per_worker = rounds * pairs + (p2 != q.workers ? down : 0.0);
+  const CriticalPath path = critical_path(q.workers, q.alpha_seconds, pairs * q.seconds_per_byte, down * q.seconds_per_byte);
+  cost.seconds = path.seconds;
+  cost.messages = path.hops;
   return cost;
 }
 

@@ -22,6 +22,7 @@ inline constexpr int kBroadcast = 700;
 inline constexpr int kGather = 701;
 inline constexpr int kScatter = 702;
 inline constexpr int kReduce = 703;
+inline constexpr int kMaxReduce = 704;
 inline constexpr int kAgreementGather = 710;
 inline constexpr int kAgreementVerdict = 711;
 inline constexpr int kAgreementText = 712;

@@ -39,7 +39,7 @@ std::vector<ScalingRow> scaling_table(double parameters, double compute_ms, doub
   const auto n = static_cast<std::size_t>(parameters);
   const std::size_t k = k_from_density(n, density);
   std::vector<ScalingRow> rows;
-  for (const char* method : {"dense", "topk", "gtopk", "gtopk-rd"}) {
+  for (const char* method : {"dense", "topk", "gtopk", "gtopk-rd", "oktopk"}) {
     const std::string aggregator = std::string(method) == "topk" ? "allgather" : method;
     for (const int p : workers) {
       SPARSGD_ENFORCE(p >= 1 && p <= 1 << 20, "worker counts must be in [1, 2^20], got " << p);

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
+#include "sparsgd/collectives/replay.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/synthetic.hpp"
@@ -117,6 +119,134 @@ TEST(AutoSelect, AnExchangeMeasuresChoosesAndRecords) {
     EXPECT_EQ(methods[static_cast<std::size_t>(r)], expected[static_cast<std::size_t>(r)]);
   }
   EXPECT_EQ(auto_decision(*make_aggregator("gtopk-rd")), nullptr);
+}
+
+// The model proposes, the clock decides. auto is told a bandwidth-bound network (alpha 0, 10 ns a
+// byte) but runs on a latency-bound one (10 ms a message, bandwidth without limit). At P = 7 and
+// k = 1001 the closed forms on the wrong network rank gtopk-rd first, then allgather and Ok-Topk
+// (within 3x); on the real one allgather's 3 Bruck rounds beat gtopk-rd's 4 hops (rank 0's last
+// partner, rank 2, waits for a fold too). The trials run each twice, in the model's order, and settle on allgather; each
+// exchange's sum, the trials' too, is the reference's for the aggregator that formed it.
+TEST(AutoSelect, TimedTrialsOverturnAWrongModel) {
+  const int p = 7;
+  const std::size_t n = 20011;
+  ExchangeConfig config;
+  config.compressor.name = "topk";
+  config.aggregator = "auto";
+  config.density = 0.05;
+  config.network = {0.0, 1e-8, true, false};
+  config.auto_trial_rounds = 2;
+  const int iterations = 8;
+  std::vector<std::vector<std::string>> methods(p);
+  std::vector<Aggregation> results;  // rank 0's
+  std::vector<AutoDecision> decisions(p);
+  transport::run_local_workers(p, [&](transport::Transport& t) {
+    transport::SimulatedNetwork simulated(t, transport::parse_network("alpha=0.01,bw=1e15"));
+    GradientExchange exchange(simulated, n, config);
+    ASSERT_EQ(exchange.k(), 1001u);
+    std::vector<float> gradient(n);
+    for (int it = 0; it < iterations; ++it) {
+      fill_gradient(gradient, 5, t.rank(), static_cast<std::uint64_t>(it));
+      // Every exchange starts together, as in bench comm (a rank that starts late would shorten
+      // the span the trials see by the rounds the others did without it).
+      std::vector<double> now = {simulated.now()};
+      allreduce_max(t, now);
+      simulated.set_clock(now[0]);
+      const Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
+      methods[static_cast<std::size_t>(t.rank())].emplace_back(result.method);
+      if (t.rank() == 0) results.push_back(result);
+    }
+    decisions[static_cast<std::size_t>(t.rank())] = *auto_decision(exchange.aggregator());
+  });
+  const std::vector<std::string> expected = {"gtopk-rd", "allgather", "oktopk", "gtopk-rd",
+                                             "allgather", "oktopk", "allgather", "allgather"};
+  for (int r = 0; r < p; ++r) EXPECT_EQ(methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
+  for (const AutoDecision& d : decisions) {
+    EXPECT_EQ(d.model_choice, "gtopk-rd");
+    EXPECT_EQ(d.settled, "allgather");
+    EXPECT_EQ(d.trial_exchanges, 6u);
+    ASSERT_EQ(d.trials.size(), 3u);
+    // Every rank holds the same measurements (the slowest rank's), bit for bit.
+    for (std::size_t i = 0; i < d.trials.size(); ++i) {
+      EXPECT_EQ(d.trials[i].measured_seconds, decisions[0].trials[i].measured_seconds);
+      EXPECT_EQ(d.trials[i].runs, 2);
+    }
+  }
+  // No schedule beats its latencies: 3 for allgather, 4 for gtopk-rd at P = 7, more for Ok-Topk's
+  // split and its rounds of counts.
+  const auto& trials = decisions[0].trials;
+  EXPECT_GE(trials[1].measured_seconds, 0.03);
+  EXPECT_GE(trials[0].measured_seconds, 0.04);
+  EXPECT_GT(trials[2].measured_seconds, trials[0].measured_seconds);
+  ExchangeConfig replayed = config;
+  ExchangeReplay replay(replayed, n, p);
+  for (int it = 0; it < iterations; ++it) {
+    const auto iteration = static_cast<std::uint64_t>(it);
+    replay.step(iteration, [&](int w, std::span<float> out) { fill_gradient(out, 5, w, iteration); },
+                results[static_cast<std::size_t>(it)].method);
+    EXPECT_EQ(replay.sum_difference(results[static_cast<std::size_t>(it)]), "") << "iteration " << it;
+  }
+}
+
+// 0 trial rounds: the closed forms' choice from the first exchange, untimed, and nothing sent
+// beyond what that aggregator sends alone. With trials, a different (n, k) (a new density) is
+// tried anew.
+TEST(AutoSelect, ZeroRoundsIsTheClosedFormsChoiceAndANewDensityIsTriedAnew) {
+  const int p = 5;
+  const std::size_t n = 30011;
+  ExchangeConfig config;
+  config.compressor.name = "topk";
+  config.aggregator = "auto";
+  config.density = 0.01;
+  config.network = {2e-5, 8e-10, true, false};
+  config.auto_trial_rounds = 0;
+  std::vector<transport::TrafficCounters> counters(2 * p);
+  std::string proposed;
+  for (const bool alone : {false, true}) {
+    transport::run_local_workers(p, [&](transport::Transport& t) {
+      ExchangeConfig c = config;
+      if (alone) c.aggregator = proposed;
+      GradientExchange exchange(t, n, c);
+      std::vector<float> gradient(n);
+      for (int it = 0; it < 3; ++it) {
+        fill_gradient(gradient, 9, t.rank(), static_cast<std::uint64_t>(it));
+        const Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
+        if (!alone) {
+          const AutoDecision* d = auto_decision(exchange.aggregator());
+          EXPECT_EQ(d->settled, result.method);
+          EXPECT_EQ(d->settled, d->model_choice);
+          EXPECT_EQ(d->trial_exchanges, 0u);
+          if (t.rank() == 0) proposed = std::string(d->settled);
+        }
+      }
+      counters[static_cast<std::size_t>((alone ? p : 0) + t.rank())] = t.counters();
+    });
+  }
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(counters[static_cast<std::size_t>(r)].bytes_sent, counters[static_cast<std::size_t>(p + r)].bytes_sent);
+    EXPECT_EQ(counters[static_cast<std::size_t>(r)].messages_sent,
+              counters[static_cast<std::size_t>(p + r)].messages_sent);
+  }
+  // With trials: a density change is a new (n, k), tried from the start; the first settles first.
+  config.auto_trial_rounds = 1;
+  transport::run_local_workers(p, [&](transport::Transport& t) {
+    GradientExchange exchange(t, n, config);
+    std::vector<float> gradient(n);
+    const std::size_t first = plausible_candidates(p, n, exchange.k(), wire::IndexCoding::raw, config.network).size();
+    std::uint64_t it = 0;
+    for (; it < first; ++it) {
+      fill_gradient(gradient, 9, t.rank(), it);
+      exchange.exchange(gradient, it);
+    }
+    EXPECT_FALSE(auto_decision(exchange.aggregator())->settled.empty());
+    exchange.set_density(0.2);
+    fill_gradient(gradient, 9, t.rank(), it);
+    exchange.exchange(gradient, it);
+    const AutoDecision* d = auto_decision(exchange.aggregator());
+    const std::size_t second = plausible_candidates(p, n, exchange.k(), wire::IndexCoding::raw, config.network).size();
+    EXPECT_EQ(d->settled.empty(), second > 1);
+    EXPECT_EQ(d->trial_exchanges, first + (second > 1 ? 1 : 0));
+  });
 }
 
 }  // namespace

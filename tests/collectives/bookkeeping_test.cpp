@@ -1,10 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <mutex>
+#include <span>
+#include <string>
 #include <vector>
 
+#include "collectives/tags.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/core/error.hpp"
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/transport/local.hpp"
 
@@ -53,6 +58,23 @@ TEST_P(Bookkeeping, LowestFlaggedRankAgreesEverywhere) {
   }
 }
 
+// Element-wise maxima reach every rank, whichever rank holds them.
+TEST_P(Bookkeeping, AllreduceMaxGivesEveryRankTheMaxima) {
+  const int p = GetParam();
+  transport::run_local_workers(p, [&](transport::Transport& t) {
+    const double r = t.rank();
+    std::vector<double> values = {1.5 * r, 0.25 * (p - r), 7.0, r == p / 2 ? 1e9 : 0.0};
+    const transport::TrafficCounters before = t.counters();
+    allreduce_max(t, values);
+    const RankTraffic want = allreduce_max_traffic(p, t.rank(), values.size());
+    EXPECT_EQ(t.counters().messages_sent - before.messages_sent, want.messages) << "rank " << t.rank();
+    EXPECT_EQ(t.counters().bytes_sent - before.bytes_sent, want.bytes) << "rank " << t.rank();
+    EXPECT_EQ(values, (std::vector<double>{1.5 * (p - 1), 0.25 * p, 7.0, 1e9}));
+    std::vector<double> none;
+    allreduce_max(t, none);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(WorkerCounts, Bookkeeping, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 13, 16, 17));
 
 TEST(Bookkeeping, LengthMismatchIsAnError) {
@@ -64,15 +86,53 @@ TEST(Bookkeeping, LengthMismatchIsAnError) {
                transport::TransportError);
 }
 
+// A time must be finite and >= 0 on the rank that gives it; a rank that receives a malformed one
+// (here: a peer that sends NaN by hand) or another length throws.
+TEST(Bookkeeping, AllreduceMaxRefusesWhatIsNotATime) {
+  transport::run_local_workers(1, [](transport::Transport& t) {
+    std::vector<double> negative = {-1.0};
+    EXPECT_THROW(allreduce_max(t, negative), InvalidArgument);
+    std::vector<double> nan = {std::nan("")};
+    EXPECT_THROW(allreduce_max(t, nan), InvalidArgument);
+  });
+  EXPECT_THROW(transport::run_local_workers(3,
+                                            [](transport::Transport& t) {
+                                              std::vector<double> values(t.rank() == 1 ? 2 : 1, 1.0);
+                                              allreduce_max(t, values);
+                                            }),
+               transport::TransportError);
+  std::string error;
+  transport::run_local_workers(2, [&](transport::Transport& t) {
+    if (t.rank() == 1) {
+      const double nan = std::nan("");
+      t.send(0, tags::kMaxReduce, std::as_bytes(std::span<const double>(&nan, 1)));
+      return;
+    }
+    std::vector<double> values = {1.0};
+    try {
+      allreduce_max(t, values);
+    } catch (const transport::TransportError& e) {
+      error = e.what();
+    }
+  });
+  EXPECT_NE(error.find("rank 1 sent nan where a time"), std::string::npos) << error;
+}
+
 // The closed-form model against hand-computed values (alpha 1 ms, 1 us per byte).
 TEST(CostModel, MatchesHandComputation) {
   const transport::NetworkSpec net = transport::parse_network("alpha=0.001,bw=8e6");
   const std::size_t k = 100;  // a sparse message: 20 + 8 * 100 = 820 bytes; with a 100-bit mask 833
   // gtopk-rd at P = 8: 3 rounds of (1 ms + 820 us).
   EXPECT_NEAR(sim::aggregation_cost("gtopk-rd", 8, 10000, k, net).seconds, 3 * (0.001 + 820e-6), 1e-12);
-  // P = 6: 2 rounds among 4, plus a fold (820 B) and an unfold (833 B).
+  // P = 6: ranks 4 and 5 fold into 0 and 1 while 2 and 3 run their first round; rank 0 has all
+  // after 2 hops (its second partner, rank 2, had no fold to wait for) and the time to send its own
+  // second message (820 us), then its unfold (833 B) takes a hop: one alpha less than fold + 2
+  // rounds + unfold. Rank 2's last message arrives after 3 hops, earlier.
   EXPECT_NEAR(sim::aggregation_cost("gtopk-rd", 6, 10000, k, net).seconds,
-              2 * (0.001 + 820e-6) + (0.001 + 820e-6) + (0.001 + 833e-6), 1e-12);
+              2 * (0.001 + 820e-6) + 820e-6 + (0.001 + 833e-6), 1e-12);
+  // P = 7: rank 2 is folded too, so rank 0's second partner is a hop late: fold + 2 rounds + unfold.
+  EXPECT_NEAR(sim::aggregation_cost("gtopk-rd", 7, 10000, k, net).seconds,
+              3 * (0.001 + 820e-6) + (0.001 + 833e-6), 1e-12);
   // gtopk tree at P = 8: 3 rounds up (820 B) and 3 down (833 B).
   EXPECT_NEAR(sim::aggregation_cost("gtopk", 8, 10000, k, net).seconds, 3 * (0.001 + 820e-6) + 3 * (0.001 + 833e-6),
               1e-12);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/closed_form_bytes.hpp"
+#include "sparsgd/collectives/auto_select.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
@@ -77,6 +78,7 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
     std::vector<Aggregation> result;
     std::vector<std::vector<float>> residual_after;
     transport::TrafficCounters traffic_first;
+    bool first_was_trial = false;  // auto: the first exchange timed a candidate
   };
   std::vector<Seen> seen(static_cast<std::size_t>(c.workers));
   run_workers(c.workers, [&](transport::Transport& t) {
@@ -88,6 +90,8 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
       const auto before = t.counters();
       const Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
       if (it == 0) {
+        const collectives::AutoDecision* decision = collectives::auto_decision(exchange.aggregator());
+        mine.first_was_trial = decision != nullptr && decision->trial_exchanges == 1;
         mine.traffic_first.bytes_sent = t.counters().bytes_sent - before.bytes_sent;
         mine.traffic_first.messages_sent = t.counters().messages_sent - before.messages_sent;
       }
@@ -129,8 +133,13 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
     // What formed the sum: the aggregator, or the one auto chose.
     const std::string method = seen[0].result.front().method.empty() ? c.aggregator : std::string(seen[0].result.front().method);
     for (int w = 0; w < c.workers; ++w) {
-      const auto want = native_dense && method == "dense" ? native_allreduce_traffic(c.n, c.workers)
-                                                          : expected_traffic(method, first_selections, w, k);
+      auto want = native_dense && method == "dense" ? native_allreduce_traffic(c.n, c.workers)
+                                                    : expected_traffic(method, first_selections, w, k);
+      const collectives::RankTraffic trial = seen[static_cast<std::size_t>(w)].first_was_trial
+                                                  ? collectives::auto_trial_traffic(c.workers, w)
+                                                  : collectives::RankTraffic{};
+      want.messages += trial.messages;
+      want.bytes += trial.bytes;
       const transport::TrafficCounters& got = seen[static_cast<std::size_t>(w)].traffic_first;
       EXPECT_EQ(got.messages_sent, want.messages) << "rank " << w;
       if (!c.compressed_indices || !collectives::find_aggregator(method).properties.sends_indices) {

@@ -38,6 +38,8 @@ reject comm_unknown_compressor "unknown compressor 'zip'" bench comm --workers 2
 reject comm_randk_shared_needs_randk 'randk-shared' bench comm --workers 2 --n 1000 --aggregator randk-shared --compressor topk
 reject comm_unknown_index_coding "unknown index coding 'rice' \\(expected raw or compressed\\)" bench comm --workers 2 --n 1000 --index-coding rice
 reject comm_dense_compressed_indices 'the dense aggregator sends no indices, so they cannot be compressed' bench comm --workers 2 --n 1000 --aggregator dense --index-coding compressed
+reject comm_auto_trials_range '--auto-trials: Value 17 not in range 0 to 16' bench comm --workers 2 --n 1000 --aggregator auto --auto-trials 17
+reject comm_auto_trials_word '--auto-trials' bench comm --workers 2 --n 1000 --aggregator auto --auto-trials many
 reject comm_unknown_transport 'transport' bench comm --transport carrier-pigeon --n 1000
 reject comm_unknown_network 'unknown network' bench comm --workers 2 --n 1000 --network 3gbe
 reject comm_network_negative_alpha 'alpha' bench comm --workers 2 --n 1000 --network alpha=-1,bw=1e9
@@ -93,6 +95,7 @@ if with_torch; then
   reject train_batch_zero '--batch-size must be at least 1' train --batch-size 0
   reject train_momentum_correction_word "momentum-correction.*maybe" train --momentum-correction maybe
   reject train_error_feedback_word "error-feedback.*maybe" train --error-feedback maybe
+  reject train_auto_trials_negative '--auto-trials: Value -1 not in range 0 to 16' train --aggregator auto --auto-trials -1
   reject train_unknown_index_coding "unknown index coding 'bitmap'" train --index-coding bitmap
   reject train_randk_shared_compressed_indices 'the randk-shared aggregator sends no indices' \
     train --aggregator randk-shared --compressor randk --index-coding compressed

@@ -47,14 +47,21 @@ struct NetworkEstimate {
 };
 
 // How an aggregator builds its messages; every rank of a job must pass the same.
+// The most trial rounds auto accepts: each round runs every plausible candidate once.
+inline constexpr int kMaxAutoTrialRounds = 16;
+
 struct AggregatorOptions {
   AggregatorOptions() = default;
-  AggregatorOptions(wire::IndexCoding coding, NetworkEstimate given = {}) : index_coding(coding), network(given) {}
+  AggregatorOptions(wire::IndexCoding coding, NetworkEstimate given = {}, int trial_rounds = 2)
+      : index_coding(coding), network(given), auto_trial_rounds(trial_rounds) {}
   // Compressed indices (core/index_codec.hpp) cost CPU time on both ends and save about 20 of a
   // raw index's 32 bits at density 0.001: worth it where the network is slow.
   wire::IndexCoding index_coding = wire::IndexCoding::raw;
   // auto only: the network to choose for.
   NetworkEstimate network;
+  // auto only: how often each plausible candidate is timed before auto settles (auto_select.hpp);
+  // 0: the closed forms' choice, untimed.
+  int auto_trial_rounds = 2;
 };
 
 // dense, allgather, gtopk, gtopk-rd, oktopk, randk-shared, auto. Throws InvalidArgument for other names, and for

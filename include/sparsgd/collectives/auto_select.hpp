@@ -1,15 +1,25 @@
 #pragma once
-// `auto`: for each exchange, the aggregator the cost model (each descriptor's closed form) finds
-// cheapest on the network in use, among dense, allgather, gtopk-rd and oktopk; a dense allreduce
-// among them is SparCML's switch to dense where the sparse sum would cost more. The network is
-// given (AggregatorOptions::network) or measured at the first exchange by a ping-pong between
-// ranks 0 and 1 whose alpha and beta every rank then receives from rank 0, so all choose alike.
+// `auto`: for each exchange, the cheapest of dense, allgather, gtopk-rd and oktopk on the network in
+// use; a dense allreduce among them is SparCML's switch to dense where the sparse sum would cost
+// more. The network is given (AggregatorOptions::network) or measured at the first exchange by a
+// ping-pong between ranks 0 and 1 whose alpha and beta every rank then receives from rank 0.
+//
+// The closed forms count latencies and bytes only; an aggregation also spends CPU time (merges,
+// selections, index coding, Ok-Topk's histograms), which on a fast network or at a small k can
+// decide the order. So the model proposes and the clock decides: for each new (workers, n, k), the
+// candidates whose closed form is within kTrialFactor of the cheapest are each run
+// AggregatorOptions::auto_trial_rounds times in turn (every exchange is a real one, its result
+// exact), timed on the transport's clock (the slowest rank's time, which every rank learns by a
+// max-reduction, so all settle alike), and the one with the fastest trial is used for that
+// (workers, n, k) from then on. One plausible candidate, or 0 rounds: the closed form's choice.
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "sparsgd/collectives/aggregator.hpp"
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/wire.hpp"
 #include "sparsgd/transport/transport.hpp"
 
@@ -28,10 +38,32 @@ std::string_view cheapest_aggregator(int workers, std::size_t n, std::size_t k, 
 // rank receives that fit. One rank: a network that costs nothing.
 NetworkEstimate measure_network(transport::Transport& t);
 
-// What an auto aggregator decided, for reports: the network it used, and the choice of its last call.
+// A candidate is tried when its closed form is at most this many times the cheapest's: the trials
+// then cost at most this factor (by the model) per exchange spent on them, once per (n, k).
+inline constexpr double kTrialFactor = 3.0;
+
+// The candidates worth timing for (workers, n, k) on `network`, cheapest closed form first.
+struct AutoTrial {
+  std::string_view aggregator;
+  double model_seconds = 0.0;
+  double measured_seconds = -1.0;  // the fastest of its trials (the slowest rank's time); -1: not run yet
+  int runs = 0;
+};
+std::vector<AutoTrial> plausible_candidates(int workers, std::size_t n, std::size_t k, wire::IndexCoding coding,
+                                            const NetworkEstimate& network);
+
+// What a trial exchange sends on top of its candidate's own messages (the max-reduction of its span).
+RankTraffic auto_trial_traffic(int workers, int rank);
+
+// What an auto aggregator decided, for reports: the network it used, the choice of its last call,
+// and for the last (n, k) it met its trials and what it settled on (empty while still trying).
 struct AutoDecision {
   NetworkEstimate network;
   std::string_view last_choice;
+  std::string_view settled;
+  std::string_view model_choice;  // the closed forms' cheapest for that (n, k)
+  std::vector<AutoTrial> trials;
+  std::uint64_t trial_exchanges = 0;  // exchanges spent on trials, over every (n, k)
 };
 // Null unless `aggregator` is auto's.
 const AutoDecision* auto_decision(const Aggregator& aggregator);

@@ -5,6 +5,7 @@
 
 #include <span>
 
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/transport/transport.hpp"
 
 namespace sparsgd::collectives {
@@ -16,6 +17,13 @@ void broadcast(transport::Transport& t, std::span<float> values, int root = 0);
 // Sums a short array over all ranks (through rank 0, in rank order, so every rank gets the
 // bitwise same result).
 void allreduce_sum(transport::Transport& t, std::span<double> values);
+
+// Element-wise maxima of a short array over all ranks, on every rank: a binomial-tree reduction to
+// rank 0 and a broadcast back, 2 ceil(log2 P) message rounds. All ranks pass the same length; values
+// must be finite and >= 0 (times): a rank that receives another throws TransportError.
+void allreduce_max(transport::Transport& t, std::span<double> values);
+// What `rank` sends in one allreduce_max of `values` doubles.
+RankTraffic allreduce_max_traffic(int workers, int rank, std::size_t values);
 
 // The lowest rank whose `flagged` is true, or -1 if none: a binomial-tree reduction to rank 0 and
 // a broadcast back, 2 ceil(log2 P) message rounds of 4 bytes. Lets all ranks agree to skip a step

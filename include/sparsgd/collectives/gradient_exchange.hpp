@@ -27,6 +27,8 @@ struct ExchangeConfig {
   wire::IndexCoding index_coding = wire::IndexCoding::raw;
   // auto: the network to choose for; unknown: measured by a ping-pong at the first exchange.
   NetworkEstimate network;
+  // auto: trials of each plausible candidate before it settles (0 to 16; 0: the closed forms alone).
+  int auto_trial_rounds = 2;
   // Benchmarks: a barrier between compression and aggregation, so that aggregate_seconds times the
   // collective alone (no worker waits there for a slower one's compression). Off in training.
   bool barrier_before_aggregation = false;

@@ -52,6 +52,7 @@ class DistributedOptimizer {
   // From the next step on (density warm-up).
   void set_density(double density) { averager_.set_density(density); }
   double density() const { return averager_.density(); }
+  const GradientAverager& averager() const { return averager_; }
 
   std::size_t size() const { return flat_.size(); }
   FlatParameters& flat() { return flat_; }

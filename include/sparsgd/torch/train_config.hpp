@@ -32,6 +32,7 @@ struct TrainConfig {
   std::string compressor = "topk";
   double r_factor = 4.0;
   std::uint64_t threshold_period = 32;  // topk-reuse
+  int auto_trials = 2;                  // --aggregator auto: timed trials per candidate (0: the closed forms alone)
   bool error_feedback = true;      // off: what the aggregation did not take is dropped, not kept
   std::string aggregator = "gtopk";
   std::string index_coding = "raw";  // or "compressed" (core/index_codec.hpp): sparse aggregators

@@ -68,7 +68,8 @@ struct TrainSummary {
   bool error_feedback = true;
   // --aggregator auto: the network it chose for, and its choice for the whole model.
   std::optional<collectives::NetworkEstimate> auto_network;
-  std::string auto_choice;
+  std::string auto_choice;                // the closed forms' proposal for the whole model
+  std::vector<std::string> auto_settled;  // per exchange: what the trials settled on (or the last tried)
   // Every option of the run as the CLI names it (run_config_fields), so that a summary says how
   // to rerun it.
   std::vector<std::pair<std::string, std::string>> options;

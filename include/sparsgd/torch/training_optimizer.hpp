@@ -34,6 +34,8 @@ class TrainingOptimizer {
   // InvalidData naming a missing or misfitting section).
   virtual void save(Checkpoint& checkpoint) const = 0;
   virtual void load(const Checkpoint& checkpoint) = 0;
+  // Its exchanges, for reports (what auto settled on).
+  virtual const GradientAverager& averager() const = 0;
 };
 
 // The names make_training_optimizer accepts: sgd (momentum SGD as configured by `sgd`), adam,

@@ -109,7 +109,8 @@ std::string to_json(const TrainSummary& s) {
       {"final_validation_loss", s.final_validation_loss},
       {"final_validation_accuracy", s.final_validation_accuracy},
       {"error_feedback", s.error_feedback},
-      {"auto", s.auto_network ? nlohmann::json{{"choice", s.auto_choice},
+      {"auto", s.auto_network ? nlohmann::json{{"model_choice", s.auto_choice},
+                                               {"settled", s.auto_settled},
                                                {"alpha_s", s.auto_network->alpha_seconds},
                                                {"seconds_per_byte", s.auto_network->seconds_per_byte},
                                                {"network_measured", s.auto_network->measured}}

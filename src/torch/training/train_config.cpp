@@ -46,6 +46,7 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--threshold-period", std::to_string(c.threshold_period), true},
           {"--error-feedback", on_off(c.error_feedback), true},
           {"--aggregator", c.aggregator, true},
+          {"--auto-trials", std::to_string(c.auto_trials), true},
           {"--index-coding", c.index_coding, true},
           {"--density", field_value(c.density), true},
           {"--warmup-density", field_value(c.warmup_density), true},
@@ -157,6 +158,7 @@ collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
   exchange.density = density_for_epoch(c, 0);
   exchange.error_feedback = c.error_feedback;
   exchange.index_coding = wire::parse_index_coding(c.index_coding);
+  exchange.auto_trial_rounds = c.auto_trials;
   // auto chooses for the simulated network where there is one, else measures the real one.
   const transport::NetworkSpec network = transport::parse_network(c.network);
   if (network.enabled()) exchange.network = {network.alpha_seconds, 1.0 / network.bytes_per_second, true, false};

@@ -84,7 +84,8 @@ class TrainingRun {
       summary_.auto_choice = std::string(
           collectives::cheapest_aggregator(p_, n, k_from_density(n, exchange.density), exchange.index_coding, exchange.network));
       if (rank_ == 0) {
-        std::printf("auto: alpha %.3g s, %.3g s/byte (%s): %s for the whole model\n", exchange.network.alpha_seconds,
+        std::printf("auto: alpha %.3g s, %.3g s/byte (%s): the closed forms propose %s for the whole model; "
+                    "timed trials decide\n", exchange.network.alpha_seconds,
                     exchange.network.seconds_per_byte, exchange.network.measured ? "measured by ping-pong" : "--network",
                     summary_.auto_choice.c_str());
         std::fflush(stdout);
@@ -142,6 +143,12 @@ class TrainingRun {
     summary_.compression_seconds = state_.compression_seconds;
     summary_.communication_seconds = state_.communication_seconds;
     summary_.wall_seconds = wall();
+    summary_.auto_settled.clear();
+    for (std::size_t e = 0; summary_.auto_network && e < optimizer_->averager().exchange_count(); ++e) {
+      if (const collectives::AutoDecision* d = collectives::auto_decision(optimizer_->averager().exchange(e).aggregator())) {
+        summary_.auto_settled.emplace_back(d->settled.empty() ? d->last_choice : d->settled);
+      }
+    }
     summary_.memory.peak_resident_bytes = peak_resident_bytes();
     if (reporter_ && !out_dir().empty()) write_file_atomically(out_dir() / "summary.json", to_json(summary_) + '\n');
     return summary_;

@@ -32,6 +32,7 @@ class MomentumSgd final : public TrainingOptimizer {
   void set_density(double density) override { optimizer_.set_density(density); }
   double density() const override { return optimizer_.density(); }
   FlatParameters& flat() override { return optimizer_.flat(); }
+  const GradientAverager& averager() const override { return optimizer_.averager(); }
   void save(Checkpoint& checkpoint) const override {
     checkpoint.floats["velocity"] = optimizer_.velocity();
     checkpoint.floats["local_velocity"] = optimizer_.local_velocity();
@@ -68,6 +69,7 @@ class TorchOptimizer final : public TrainingOptimizer {
   void set_density(double density) override { sync_.averager().set_density(density); }
   double density() const override { return sync_.averager().density(); }
   FlatParameters& flat() override { return sync_.flat(); }
+  const GradientAverager& averager() const override { return sync_.averager(); }
 
   // Per parameter, in order: its step count, and its two moment estimates laid out as the flat
   // parameter buffer (zeros and step 0 for a parameter that has not stepped yet).
