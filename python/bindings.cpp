@@ -42,8 +42,9 @@ struct Handle {
 
 collectives::ExchangeConfig exchange_config(const std::string& compressor, const std::string& aggregator, double density,
                                             double r_factor, std::uint64_t seed, bool shared_seed, bool error_feedback,
-                                            const std::string& index_coding) {
+                                            const std::string& index_coding, int auto_trials) {
   collectives::ExchangeConfig c;
+  c.auto_trial_rounds = auto_trials;
   c.error_feedback = error_feedback;
   c.index_coding = wire::parse_index_coding(index_coding);
   c.compressor.name = compressor;
@@ -185,7 +186,7 @@ py::tuple reference_average(const std::string& compressor, const std::string& ag
                             std::uint64_t seed, bool shared_seed) {
   SPARSGD_ENFORCE(!accs.empty(), "no workers");
   // The step is the same with or without error feedback; what differs is how acc was made.
-  const auto config = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, false, "raw");
+  const auto config = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, false, "raw", 0);
   auto selector = compress::make_compressor(config.compressor);
   std::vector<SparseVector> selections;
   std::vector<torch::Tensor> contiguous;
@@ -253,11 +254,11 @@ PYBIND11_MODULE(_C, m) {
         "each worker sent that the sum consumed]) from each worker's accumulated gradient (gradient + residual)");
   m.def("validate_exchange", [](const std::string& compressor, const std::string& aggregator, double density,
                                 double r_factor, std::uint64_t seed, bool shared_seed, bool error_feedback,
-                                const std::string& index_coding) {
-    collectives::validate(
-        exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback, index_coding));
+                                const std::string& index_coding, int auto_trials) {
+    collectives::validate(exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback,
+                                          index_coding, auto_trials));
   }, py::arg("compressor"), py::arg("aggregator"), py::arg("density"), py::arg("r_factor"), py::arg("seed"),
-        py::arg("shared_seed"), py::arg("error_feedback"), py::arg("index_coding") = "raw",
+        py::arg("shared_seed"), py::arg("error_feedback"), py::arg("index_coding") = "raw", py::arg("auto_trials") = 2,
         "Raises InvalidArgument (a ValueError) for options that cannot make an exchange, as the C++ layer would");
   m.def("aggregation_cost", [](const std::string& aggregator, int workers, std::size_t n, double density,
                                const std::string& network) {
@@ -348,16 +349,16 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init([](std::shared_ptr<Handle> h, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
                        const std::string& compressor, const std::string& aggregator, double density, double r_factor,
                        std::uint64_t seed, bool shared_seed, bool skip_nonfinite, double momentum_correction,
-                       bool error_feedback, const std::string& index_coding) {
+                       bool error_feedback, const std::string& index_coding, int auto_trials) {
              return std::make_unique<FlatAverager>(std::move(h), sizes, std::move(names),
                                                    exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed,
-                                                                   error_feedback, index_coding),
+                                                                   error_feedback, index_coding, auto_trials),
                                                    skip_nonfinite, momentum_correction);
            }),
            py::arg("transport"), py::arg("sizes"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("skip_nonfinite") = false, py::arg("momentum_correction") = 0.0, py::arg("error_feedback") = true,
-           py::arg("index_coding") = "raw",
+           py::arg("index_coding") = "raw", py::arg("auto_trials") = 2,
            "momentum_correction > 0: DGC's momentum correction with that momentum (each worker's velocity is "
            "exchanged; apply the average without further momentum)")
       .def("average", &FlatAverager::average, py::arg("input"), py::arg("output"), py::arg("iteration"),
@@ -383,10 +384,10 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init([](std::shared_ptr<Handle> h, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
                        const std::string& compressor, const std::string& aggregator, double density, double r_factor,
                        std::uint64_t seed, bool shared_seed, bool per_layer, bool skip_nonfinite, bool error_feedback,
-                       const std::string& index_coding) {
+                       const std::string& index_coding, int auto_trials) {
              torch_layer::SynchronizerConfig config;
              config.exchange = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback,
-                                               index_coding);
+                                               index_coding, auto_trials);
              config.per_layer = per_layer;
              config.skip_nonfinite = skip_nonfinite;
              return std::make_unique<Synchronizer>(std::move(h), std::move(parameters), std::move(names), config);
@@ -394,7 +395,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("transport"), py::arg("parameters"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("per_layer") = false, py::arg("skip_nonfinite") = false, py::arg("error_feedback") = true,
-           py::arg("index_coding") = "raw")
+           py::arg("index_coding") = "raw", py::arg("auto_trials") = 2)
       .def("synchronize", &Synchronizer::synchronize, py::arg("iteration"))
       .def("broadcast_parameters", [](Synchronizer& s) { s.broadcast_parameters(); },
            py::call_guard<py::gil_scoped_release>())

@@ -37,7 +37,7 @@ _STAT_KEYS = ("bytes_sent", "messages_sent", "selected", "compress_s", "aggregat
 
 
 def _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms, on_nonfinite,
-             error_feedback=True, index_coding="raw"):
+             error_feedback=True, index_coding="raw", auto_trials=2):
     """The exchange options, checked, with the CLI's names and defaults."""
     if compressor not in _C.compressor_names():
         raise ValueError(f"sparsgd: unknown compressor {compressor!r}; one of {', '.join(_C.compressor_names())}")
@@ -63,15 +63,18 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
         raise ValueError(f"sparsgd: error_feedback must be True or False, got {error_feedback!r}")
     if index_coding not in ("raw", "compressed"):
         raise ValueError(f"sparsgd: index_coding must be 'raw' or 'compressed', got {index_coding!r}")
+    if isinstance(auto_trials, bool) or not isinstance(auto_trials, int) or not 0 <= auto_trials <= 16:
+        raise ValueError(f"sparsgd: auto_trials must be an integer in [0, 16], got {auto_trials!r}")
     if shared_seed is None:
         shared_seed = _C.aggregator_properties(aggregator)["needs_shared_indices"]
     # The combinations (randk-shared with a compressor of shared indices, an unbiased compressor
     # without error feedback) are the C++ layer's rules: asked here, before any exchange.
     _C.validate_exchange(compressor, aggregator, float(density), float(r_factor), seed, bool(shared_seed),
-                         error_feedback, index_coding)
+                         error_feedback, index_coding, auto_trials)
     return {"compressor": compressor, "aggregator": aggregator, "density": float(density),
             "r_factor": float(r_factor), "seed": seed, "shared_seed": bool(shared_seed),
-            "error_feedback": error_feedback, "index_coding": index_coding, "network": network, "timeout_ms": timeout_ms,
+            "error_feedback": error_feedback, "index_coding": index_coding,
+            "auto_trials": auto_trials, "network": network, "timeout_ms": timeout_ms,
             "on_nonfinite": on_nonfinite}
 
 
@@ -112,7 +115,7 @@ def _transport(process_group, options):
 
 def _exchange_kwargs(options):
     return {k: options[k] for k in ("compressor", "aggregator", "density", "r_factor", "seed", "shared_seed",
-                                    "error_feedback", "index_coding")}
+                                    "error_feedback", "index_coding", "auto_trials")}
 
 
 def _agree(transport, options, what, extra=()):
@@ -149,12 +152,14 @@ class HookState:
     group, one error-feedback residual per bucket, and per-step statistics.
 
     Keyword names are the CLI's: compressor (topk, topk-reuse, randk, rtopk, gaussiank, dgc, none),
-    aggregator (allgather, gtopk, gtopk-rd, oktopk, randk-shared, dense), density, r_factor (rtopk),
+    aggregator (allgather, gtopk, gtopk-rd, oktopk, randk-shared, dense, auto), density, r_factor (rtopk),
     seed, shared_seed (randk, randk-unbiased; default: on for randk-shared), error_feedback (True:
     what did not get into the sum stays in the residual; False: it is dropped, as randk-unbiased,
     whose values are scaled by n/k, requires), index_coding ('raw', or 'compressed': indices as
     Golomb-Rice gaps or a bitmap, about 12 bits an index instead of 32 at density 0.001, for
-    allgather, gtopk and gtopk-rd; same results, fewer bytes, some CPU time), network (none, 1gbe, 10gbe,
+    allgather, gtopk and gtopk-rd; same results, fewer bytes, some CPU time), auto_trials (aggregator
+    'auto': how often each plausible candidate is timed per bucket before it settles on the fastest; 0:
+    the closed forms' choice alone, untimed and reproducible), network (none, 1gbe, 10gbe,
     paper-1gbe, alpha=S,bw=BITS: a network model whose clock gives ``network_s``, what the step's
     exchange would take on that network), timeout_ms (every wait; a silent or dead peer is an
     error naming it), on_nonfinite ('stop': a NaN or Inf gradient raises, naming the parameter;
@@ -176,9 +181,9 @@ class HookState:
 
     def __init__(self, process_group=None, compressor="topk", aggregator="gtopk-rd", density=0.01, r_factor=4.0,
                  seed=0, shared_seed=None, network="none", timeout_ms=60000, on_nonfinite="stop", module=None,
-                 momentum_correction=0.0, error_feedback=True, index_coding="raw"):
+                 momentum_correction=0.0, error_feedback=True, index_coding="raw", auto_trials=2):
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
-                                on_nonfinite, error_feedback, index_coding)
+                                on_nonfinite, error_feedback, index_coding, auto_trials)
         if isinstance(momentum_correction, bool) or not isinstance(momentum_correction, (int, float)) \
                 or not math.isfinite(momentum_correction) or not 0.0 <= momentum_correction < 1.0:
             raise ValueError(f"sparsgd: momentum_correction must be a number in [0, 1) (0: off), "
@@ -295,12 +300,13 @@ class DistributedOptimizer:
 
     def __init__(self, optimizer, named_parameters=None, process_group=None, compressor="topk",
                  aggregator="gtopk-rd", density=0.01, r_factor=4.0, seed=0, shared_seed=None, per_layer=False,
-                 network="none", timeout_ms=60000, on_nonfinite="stop", error_feedback=True, index_coding="raw"):
+                 network="none", timeout_ms=60000, on_nonfinite="stop", error_feedback=True, index_coding="raw",
+                 auto_trials=2):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ValueError(f"sparsgd: DistributedOptimizer wraps a torch.optim.Optimizer, got {type(optimizer)}")
         self.optimizer = optimizer
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
-                                on_nonfinite, error_feedback, index_coding)
+                                on_nonfinite, error_feedback, index_coding, auto_trials)
         self.options["per_layer"] = bool(per_layer)
         names = {}
         if named_parameters is not None:
@@ -376,9 +382,10 @@ class DistributedOptimizer:
         self._sync.set_density(float(density))
 
     def _identity(self):
-        # How indices travel changes no result: a state saved with one coding resumes with the other.
+        # How indices travel changes no result: a state saved with one coding resumes with the other;
+        # nor does how auto settles change what the residuals mean.
         identity = {k: v for k, v in self.options.items()
-                    if k not in ("timeout_ms", "network", "density", "index_coding")}
+                    if k not in ("timeout_ms", "network", "density", "index_coding", "auto_trials")}
         identity.update(rank=self.rank, world_size=self.world_size,
                         elements=[p.numel() for p in self._parameters])
         return identity

@@ -92,12 +92,14 @@ class AutoAggregator final : public Aggregator {
     return s;
   }
 
+  // The first candidate (cheapest closed form first) within the tie tolerance of the fastest trial.
   static std::string_view fastest(const std::vector<AutoTrial>& trials) {
-    const AutoTrial* best = &trials.front();
+    double best = trials.front().measured_seconds;
+    for (const AutoTrial& trial : trials) best = std::min(best, trial.measured_seconds);
     for (const AutoTrial& trial : trials) {
-      if (trial.measured_seconds < best->measured_seconds) best = &trial;
+      if (trial.measured_seconds <= best * (1.0 + kTrialTieTolerance)) return trial.aggregator;
     }
-    return best->aggregator;
+    return trials.front().aggregator;
   }
 
   // Frees the candidates no settled (n, k) uses; one still trying keeps them all.

@@ -42,6 +42,9 @@ def test_refuses_to_start_without_a_process_group():
     ({"aggregator": "randk-shared"}, "needs the randk or randk-unbiased compressor"),
     ({"index_coding": "rice"}, "index_coding must be 'raw' or 'compressed'"),
     ({"index_coding": "compressed", "aggregator": "dense"}, "sends no indices"),
+    ({"aggregator": "auto", "auto_trials": -1}, "auto_trials must be an integer in \\[0, 16\\]"),
+    ({"aggregator": "auto", "auto_trials": 17}, "auto_trials"),
+    ({"aggregator": "auto", "auto_trials": 1.5}, "auto_trials"),
 ])
 def test_refuses_bad_options_before_anything_else(kwargs, message):
     with pytest.raises(ValueError, match=message):

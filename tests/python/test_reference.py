@@ -132,6 +132,28 @@ def test_hook_average_and_residuals_match_reference(run_workers, world_size, com
     assert records[0][-1]["stats"]["exchanges"] == len(records[0][-1]["buckets"])
 
 
+# auto: each bucket measures the network (a ping-pong over gloo), tries its plausible candidates
+# (two rounds) and settles; whatever formed a step's average, it must be exactly one candidate's
+# reference for that step, the same on every rank, with that candidate's residuals.
+def test_hook_auto_matches_the_reference_of_one_candidate_every_step(run_workers):
+    from sparsgd import _C
+    world_size, density = 3, 0.05
+    records = all_ok(run_workers(world_size, hook_worker, "topk", "auto", density))
+    for step in range(STEPS):
+        for group in records[0][step]["buckets"]:
+            accs = [torch.cat([records[w][step]["local"][p].flatten() + records[w][step]["before"][p] for p in group])
+                    for w in range(world_size)]
+            got = [torch.cat([records[w][step]["average"][p] for p in group]) for w in range(world_size)]
+            kept = [torch.cat([records[w][step]["after"][p] for p in group]) for w in range(world_size)]
+            matched = []
+            for candidate in ("gtopk-rd", "oktopk", "allgather", "dense"):
+                want, residuals, _ = _C.reference_average("topk", candidate, density, accs, step, seed=3)
+                if all(torch.allclose(got[w], want, rtol=1e-5, atol=1e-7) and torch.equal(kept[w], residuals[w])
+                       for w in range(world_size)):
+                    matched.append(candidate)
+            assert matched, f"step {step}, parameters {group}: no candidate's reference gives this average"
+
+
 # Without error feedback (the dropped part is not added back), and the unbiased random-k that needs it off.
 @pytest.mark.parametrize("world_size,compressor,aggregator,density", [(4, "topk", "gtopk-rd", 0.05),
                                                                       (3, "randk-unbiased", "randk-shared", 0.1)])

@@ -41,6 +41,9 @@ NetworkEstimate measure_network(transport::Transport& t);
 // A candidate is tried when its closed form is at most this many times the cheapest's: the trials
 // then cost at most this factor (by the model) per exchange spent on them, once per (n, k).
 inline constexpr double kTrialFactor = 3.0;
+// Trials closer than this (relative) are a tie, which the cheaper closed form wins: the CPU time in a
+// trial varies by a few percent from run to run, and a tie settled by that noise is a coin toss.
+inline constexpr double kTrialTieTolerance = 0.03;
 
 // The candidates worth timing for (workers, n, k) on `network`, cheapest closed form first.
 struct AutoTrial {
