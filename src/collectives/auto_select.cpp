@@ -67,9 +67,13 @@ class AutoAggregator final : public Aggregator {
         }
       }
     }
-    decision_.settled = s.settled;
-    decision_.model_choice = s.trials.front().aggregator;
-    decision_.trials = s.trials;
+    // The report follows the last (n, k) met; copied only when it changed, not every exchange.
+    if (trial != nullptr || &s != reported_) {
+      decision_.settled = s.settled;
+      decision_.model_choice = s.trials.front().aggregator;
+      decision_.trials = s.trials;
+      reported_ = &s;
+    }
   }
 
   const AutoDecision& decision() const { return decision_; }
@@ -129,6 +133,7 @@ class AutoAggregator final : public Aggregator {
   AutoDecision decision_;
   std::map<std::string_view, std::unique_ptr<Aggregator>> made_;
   std::map<std::tuple<int, std::size_t, std::size_t>, Settlement> settlements_;
+  const Settlement* reported_ = nullptr;  // whose state decision_ shows (std::map: stable addresses)
 };
 
 ReferenceAggregation no_reference(const std::vector<SparseVector>&, std::size_t) {
@@ -169,17 +174,7 @@ std::vector<AutoTrial> plausible_candidates(int workers, std::size_t n, std::siz
 
 std::string_view cheapest_aggregator(int workers, std::size_t n, std::size_t k, wire::IndexCoding coding,
                                      const NetworkEstimate& network) {
-  std::string_view best;
-  double best_seconds = std::numeric_limits<double>::infinity();
-  for (const std::string_view name : auto_candidates()) {
-    const AggregatorDescriptor& d = find_aggregator(name);
-    const double seconds = d.cost(query_for(workers, n, k, coding, network, d)).seconds;
-    if (seconds < best_seconds) {
-      best_seconds = seconds;
-      best = d.name;
-    }
-  }
-  return best;
+  return plausible_candidates(workers, n, k, coding, network).front().aggregator;
 }
 
 NetworkEstimate measure_network(transport::Transport& t) {
