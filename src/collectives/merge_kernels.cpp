@@ -4,12 +4,14 @@
 #define HWY_TARGET_INCLUDE "collectives/merge_kernels.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "core/compress_store-inl.hpp"
 
 #include "collectives/merge_kernels.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace sparsgd::collectives::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using simd::HWY_NAMESPACE::CompressToWhole;
 
 using DU = hn::ScalableTag<uint32_t>;
 using DI = hn::ScalableTag<int32_t>;
@@ -52,7 +54,7 @@ size_t FindSharedImpl(const uint32_t* HWY_RESTRICT a, size_t na, const uint32_t*
       // Room for whole vectors: a_pos / b_pos hold min(na, nb) + 1 entries, so near the end the
       // block is walked instead.
       if (HWY_LIKELY(count + kLanes <= shared_capacity)) {
-        hn::CompressStore(hn::Add(iota, hn::Set(du, static_cast<uint32_t>(i))), hit, du, a_pos + count);
+        CompressToWhole(hn::Add(iota, hn::Set(du, static_cast<uint32_t>(i))), hit, du, a_pos + count);
         hn::StoreU(hn::Set(du, static_cast<uint32_t>(j)), du, b_pos + count);
         count += hn::CountTrue(du, hit);
       } else if (!hn::AllFalse(du, hit)) {
@@ -136,9 +138,9 @@ size_t CompactLoop(KeySource<kFromValues> keys, size_t n, const uint32_t* HWY_RE
 #else
     const auto keep64 = hn::MaskFromVec(hn::BitCast(d64, hn::PromoteTo(d64i, hn::VecFromMask(di, keep))));
 #endif
-    hn::CompressStore(pair, keep64, d64, out_pairs + written);
+    CompressToWhole(pair, keep64, d64, out_pairs + written);
     if constexpr (kPositions) {
-      hn::CompressStore(position, hn::RebindMask(du, keep), du, out_pos + written);
+      CompressToWhole(position, hn::RebindMask(du, keep), du, out_pos + written);
       position = hn::Add(position, step);
     }
     written += hn::CountTrue(d64, keep64);
@@ -181,7 +183,7 @@ size_t IndicesWithKeyLoop(KeySource<kFromValues> keys, size_t n, const uint32_t*
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     const auto hit = hn::Eq(keys.Load(du, i), vkey);
-    hn::CompressStore(hn::LoadU(du, idx + i), hit, du, out + written);
+    CompressToWhole(hn::LoadU(du, idx + i), hit, du, out + written);
     written += hn::CountTrue(du, hit);
   }
   for (; i < n; ++i) {

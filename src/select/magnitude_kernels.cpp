@@ -6,6 +6,7 @@
 #define HWY_TARGET_INCLUDE "select/magnitude_kernels.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "core/compress_store-inl.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace sparsgd::select::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using simd::HWY_NAMESPACE::CompressToWhole;
 
 // Keys fit in 31 bits, so signed 32-bit lanes give native compares and max on every target.
 using DI = hn::ScalableTag<int32_t>;
@@ -78,12 +80,12 @@ FilterCounts FilterGreaterImpl(const float* HWY_RESTRICT x, size_t n, uint32_t p
       const size_t h0 = hn::CountTrue(di, g0);
       const size_t h1 = hn::CountTrue(di, g1);
       if (!full && counts.stored + h0 + h1 <= capacity) {
-        hn::CompressStore(hn::BitCast(df, b0), hn::RebindMask(df, g0), df, val_out + counts.stored);
-        hn::CompressStore(index, g0, di, reinterpret_cast<int32_t*>(idx_out) + counts.stored);
+        CompressToWhole(hn::BitCast(df, b0), hn::RebindMask(df, g0), df, val_out + counts.stored);
+        CompressToWhole(index, g0, di, reinterpret_cast<int32_t*>(idx_out) + counts.stored);
         counts.stored += h0;
         const auto index1 = hn::Add(index, step);
-        hn::CompressStore(hn::BitCast(df, b1), hn::RebindMask(df, g1), df, val_out + counts.stored);
-        hn::CompressStore(index1, g1, di, reinterpret_cast<int32_t*>(idx_out) + counts.stored);
+        CompressToWhole(hn::BitCast(df, b1), hn::RebindMask(df, g1), df, val_out + counts.stored);
+        CompressToWhole(index1, g1, di, reinterpret_cast<int32_t*>(idx_out) + counts.stored);
         counts.stored += h1;
       } else {
         full = true;
@@ -147,7 +149,7 @@ size_t BandLoop(const void* HWY_RESTRICT source, size_t n, uint32_t offset, uint
     const auto over = hn::Gt(key, vhi);
     above_lanes = hn::Sub(above_lanes, hn::VecFromMask(di, over));
     const auto in_band = hn::AndNot(over, hn::Not(hn::Lt(key, vlo)));
-    hn::CompressStore(key, in_band, di, reinterpret_cast<int32_t*>(band_out) + stored);
+    CompressToWhole(key, in_band, di, reinterpret_cast<int32_t*>(band_out) + stored);
     stored += hn::CountTrue(di, in_band);
   }
   size_t above = 0;
