@@ -24,6 +24,7 @@
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/auto_select.hpp"
 #include "sparsgd/collectives/replay.hpp"
+#include "sparsgd/collectives/selection_replay.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/hash.hpp"
@@ -57,6 +58,11 @@ struct CommOptions {
   bool verify = true;
   bool json = false;
   bool ring_allreduce = false;
+  // gradient: every worker compresses its synthetic gradient with error feedback (the trainer's
+  // exchange); drawn: every worker draws k entries (draw_selection) and only the aggregation runs,
+  // so memory grows with P k instead of P n (P = 256 at n = 25M, SimGrid runs of 1024 ranks).
+  std::string selections = "gradient";
+  bool drawn() const { return selections == "drawn"; }
 };
 
 // Forwards everything but the transport's own allreduce, so that dense runs the library's ring over
@@ -155,6 +161,11 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   // auto chooses for the simulated network where there is one, else measures the real one.
   const transport::NetworkSpec network = transport::parse_network(o.network);
   if (network.enabled()) config.network = {network.alpha_seconds, 1.0 / network.bytes_per_second, true, false};
+  // Drawn selections of an aggregator whose workers must share indices are what random-k with a
+  // shared seed selects (draw_selection shares them too): validated as that.
+  if (o.drawn() && collectives::find_aggregator(o.aggregator).properties.needs_shared_indices) {
+    config.compressor.name = "randk";
+  }
   config.compressor.seed = o.seed;
   config.compressor.shared_seed = collectives::find_aggregator(o.aggregator).properties.needs_shared_indices;
   config.aggregator = o.aggregator;
@@ -164,6 +175,60 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   config.auto_trial_rounds = o.auto_trials;
   config.barrier_before_aggregation = true;  // so that the aggregation is timed alone
   return config;
+}
+
+bool drawn_indices_shared(const CommOptions& o) {
+  return collectives::find_aggregator(o.aggregator).properties.needs_shared_indices;
+}
+
+// --selections drawn: the aggregation alone, on selections drawn anew each iteration, timed as the
+// exchange times it (two barriers, then from the transport's clock at the start to its end).
+void run_drawn_worker(const CommOptions& o, transport::Transport& base, transport::Transport& comm,
+                      transport::SimulatedNetwork* simulated, WorkerRecord& record) {
+  const collectives::ExchangeConfig config = exchange_config(o);
+  const auto aggregator =
+      collectives::make_aggregator(o.aggregator, {config.index_coding, config.network, config.auto_trial_rounds});
+  const std::size_t k = k_from_density(o.n, o.density);
+  SparseVector selection;
+  collectives::Aggregation result;
+  for (int it = 0; it < o.iters; ++it) {
+    draw_selection(selection, o.n, k, o.seed, base.rank(), static_cast<std::uint64_t>(it), drawn_indices_shared(o));
+    base.barrier();
+    double sim_start = 0.0;
+    if (simulated != nullptr) {
+      simulated->now();
+      simulated->set_clock(max_over_ranks(base, simulated->now(), 900));
+      sim_start = simulated->now();
+    }
+    const auto wall_start = std::chrono::steady_clock::now();
+    comm.barrier();
+    comm.barrier();
+    const double sim_ready = simulated != nullptr ? simulated->now() : 0.0;
+    const auto aggregate_start = std::chrono::steady_clock::now();
+    const double cpu_start = transport::thread_cpu_seconds();
+    record.clock_start_s.push_back(comm.clock_seconds());
+    aggregator->aggregate(comm, selection, k, result);
+    record.clock_end_s.push_back(comm.clock_seconds());
+    record.agg_cpu_ms.push_back(1e3 * (transport::thread_cpu_seconds() - cpu_start));
+    const auto wall_end = std::chrono::steady_clock::now();
+    record.agg_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - aggregate_start).count());
+    record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
+    record.compress_ms.push_back(0.0);
+    if (simulated != nullptr) {
+      const double sim_end = simulated->now();
+      record.sim_ms.push_back(1e3 * (sim_end - sim_start));
+      record.sim_ready_ms.push_back(1e3 * (sim_ready - sim_start));
+      record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start));
+    }
+    if (o.verify) {
+      record.consumed.push_back(result.consumed);
+      record.sum_digests.push_back(digest_of(result));
+      if (record.keep_results) record.results.push_back(result);
+    }
+    base.barrier();  // as in run_worker: the next draw must not run beside another's aggregation
+  }
+  record.counters = comm.counters();
+  if (const collectives::AutoDecision* d = collectives::auto_decision(*aggregator)) record.auto_decision = *d;
 }
 
 void run_worker(const CommOptions& o, const transport::NetworkSpec& network, transport::Transport& base,
@@ -179,6 +244,10 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
   transport::Transport& comm = simulated       ? static_cast<transport::Transport&>(*simulated)
                                : point_to_point ? static_cast<transport::Transport&>(*point_to_point)
                                                 : base;
+  if (o.drawn()) {
+    run_drawn_worker(o, base, comm, simulated ? &*simulated : nullptr, record);
+    return;
+  }
   collectives::GradientExchange exchange(comm, o.n, exchange_config(o));
   std::vector<float> gradient(o.n);
   for (int it = 0; it < o.iters; ++it) {
@@ -236,7 +305,52 @@ struct Verification {
 // (all of them in-process; under MPI rank 0 has gathered them): sums, consumed entries, final
 // residuals (bitwise, by digest), and conservation of gradient mass at the last iteration against
 // the kept worker's sum.
+// --selections drawn: the same checks against the reference of the drawn selections (regenerated
+// here from the seed); there is no residual.
+Verification verify_drawn(const CommOptions& o, int workers,
+                          const std::vector<std::pair<int, const WorkerRecord*>>& checked) {
+  Verification v;
+  collectives::SelectionReplay replay(o.aggregator);
+  auto mismatch = [&v](const std::string& what) {
+    if (v.matches) v.first_mismatch = what;
+    v.matches = false;
+  };
+  const std::size_t k = k_from_density(o.n, o.density);
+  std::vector<SparseVector> selections(static_cast<std::size_t>(workers));
+  for (int it = 0; it < o.iters; ++it) {
+    const auto ii = static_cast<std::size_t>(it);
+    for (int w = 0; w < workers; ++w) {
+      draw_selection(selections[static_cast<std::size_t>(w)], o.n, k, o.seed, w, ii, drawn_indices_shared(o));
+    }
+    std::string_view method;
+    for (const auto& [w, record] : checked) {
+      if (record->keep_results) method = record->results[ii].method;
+    }
+    replay.step(selections, k, method);
+    std::uint64_t kept_digest = 0;
+    for (const auto& [w, record] : checked) {
+      if (!record->keep_results) continue;
+      const std::string difference = replay.sum_difference(record->results[ii]);
+      if (!difference.empty()) {
+        mismatch(fmt::format("worker {} iteration {}: aggregated sum differs from the reference ({})", w, it, difference));
+      }
+      kept_digest = record->sum_digests[ii];
+      if (it + 1 == o.iters) v.conservation_rel_error = replay.conservation_error(record->results[ii]);
+    }
+    for (const auto& [w, record] : checked) {
+      if (record->sum_digests[ii] != kept_digest) {
+        mismatch(fmt::format("worker {} iteration {}: its sum differs from the other workers'", w, it));
+      }
+      if (record->consumed[ii] != replay.reference().consumed[static_cast<std::size_t>(w)]) {
+        mismatch(fmt::format("worker {} iteration {}: consumed entries differ from the reference", w, it));
+      }
+    }
+  }
+  return v;
+}
+
 Verification verify(const CommOptions& o, int workers, const std::vector<std::pair<int, const WorkerRecord*>>& checked) {
+  if (o.drawn()) return verify_drawn(o, workers, checked);
   Verification v;
   collectives::ExchangeReplay replay(exchange_config(o), o.n, workers);
   auto mismatch = [&v](const std::string& what) {
@@ -385,8 +499,9 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"n", o.n},
                           {"k", k},
                           {"density", o.density},
-                          {"compressor", o.compressor},
-                          {"error_feedback", o.error_feedback},
+                          {"selections", o.selections},
+                          {"compressor", o.drawn() ? nlohmann::json() : nlohmann::json(o.compressor)},
+                          {"error_feedback", o.drawn() ? nlohmann::json() : nlohmann::json(o.error_feedback)},
                           {"aggregator", o.aggregator},
                           {"auto", auto_json},
                           {"index_coding", o.index_coding},
@@ -410,8 +525,9 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"memory", memory_json(r.memory)}};
     std::printf("%s\n", doc.dump().c_str());
   } else {
-    fmt::print("comm: transport={} workers={} n={} k={} compressor={} aggregator={} indices={} network={} iters={}\n",
-               o.transport, workers, o.n, k, o.compressor, o.aggregator, o.index_coding, network.name, o.iters);
+    fmt::print("comm: transport={} workers={} n={} k={} {} aggregator={} indices={} network={} iters={}\n", o.transport,
+               workers, o.n, k, o.drawn() ? "selections=drawn" : "compressor=" + o.compressor, o.aggregator,
+               o.index_coding, network.name, o.iters);
     if (r.auto_decision) {
       const collectives::AutoDecision& d = *r.auto_decision;
       fmt::print("  auto: network alpha {:.3g} s, {:.3g} s/byte ({}); closed forms propose {}\n", d.network.alpha_seconds,
@@ -461,10 +577,36 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
   const std::size_t k = k_from_density(o.n, o.density);
   const double array = 4.0 * static_cast<double>(o.n), p = workers;
   const collectives::AggregatorDescriptor& aggregator = collectives::find_aggregator(o.aggregator);
-  const double worker = aggregator.worker_memory.bytes(o.n, k, workers);
+  // Drawn selections have no gradient and no residual (two of the footprint's arrays), and one more
+  // set of pairs: the selection.
+  collectives::Footprint footprint = aggregator.worker_memory;
+  collectives::Footprint reference_footprint = aggregator.reference_memory;
+  const transport::NetworkSpec network = transport::parse_network(o.network);
+  if (aggregator.properties.delegates && network.enabled()) {
+    // auto on a known network holds only the candidates it will try, each with its own buffers
+    // (the gradient and residual once); it is checked against the reference of one of them.
+    footprint = {.arrays = 2.0, .pairs = 8.0, .pairs_per_worker = 0.0};
+    reference_footprint = {};
+    const collectives::NetworkEstimate estimate{network.alpha_seconds, 1.0 / network.bytes_per_second, true, false};
+    for (const collectives::AutoTrial& candidate :
+         collectives::plausible_candidates(workers, o.n, k, wire::parse_index_coding(o.index_coding), estimate)) {
+      const collectives::AggregatorDescriptor& d = collectives::find_aggregator(candidate.aggregator);
+      footprint.arrays += std::max(0.0, d.worker_memory.arrays - 2.0);
+      footprint.pairs += d.worker_memory.pairs;
+      footprint.pairs_per_worker += d.worker_memory.pairs_per_worker;
+      if (d.reference_memory.bytes(o.n, k, workers) > reference_footprint.bytes(o.n, k, workers)) {
+        reference_footprint = d.reference_memory;
+      }
+    }
+  }
+  if (o.drawn()) {
+    footprint.arrays = std::max(0.0, footprint.arrays - 2.0);
+    footprint.pairs += 1.0;
+  }
+  const double worker = footprint.bytes(o.n, k, workers);
   const double workers_phase = workers_here * worker;
-  const std::string workers_part =
-      fmt::format("{} worker{} x (gradient, residual, buffers)", workers_here, workers_here == 1 ? "" : "s");
+  const std::string workers_part = fmt::format("{} worker{} x ({}buffers)", workers_here, workers_here == 1 ? "" : "s",
+                                               o.drawn() ? "drawn selection, " : "gradient, residual, ");
   MemoryEstimate estimate;
   estimate.add("threads and allocator", 32.0 * (1 << 20) + workers_here * 8.0 * (1 << 20));
   if (!(o.verify && verifies_here)) {
@@ -476,8 +618,9 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
   // The replay holds every worker's residual, one accumulator and the double-precision consumed
   // sum, and runs after the workers have freed their buffers; then the reference aggregation,
   // which is plain (descriptor.hpp's reference_memory).
-  const double reference = aggregator.reference_memory.bytes(o.n, k, workers);
-  const double replay = (p + 3) * array + reference;
+  const double reference = reference_footprint.bytes(o.n, k, workers);
+  // Drawn: the P selections, their consumed entries in double, and the reference.
+  const double replay = o.drawn() ? p * 8.0 * static_cast<double>(k) * 3.0 + reference : (p + 3) * array + reference;
   if (workers_phase >= replay) {
     estimate.add(workers_part, workers_phase);
   } else {
@@ -503,6 +646,8 @@ void validate_options(const CommOptions& o) {
     SPARSGD_ENFORCE(o.network == "none", "--model-network is for runs without --network (which reports the model itself)");
     SPARSGD_ENFORCE(transport::parse_network(o.model_network).enabled(), "--model-network needs a bandwidth");
   }
+  SPARSGD_ENFORCE(o.selections == "gradient" || o.selections == "drawn",
+                  "unknown --selections '" << o.selections << "' (expected gradient or drawn)");
   SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
                   "unknown transport '" << o.transport << "' (expected local or mpi)");
 }
@@ -701,11 +846,16 @@ collectives::ConfigFields comm_config_fields(const CommOptions& o) {
           {"--timeout-ms", std::to_string(o.timeout_ms)},
           {"--verify", o.verify ? "on" : "off"},
           {"--json", o.json ? "on" : "off"},
-          {"--ring-allreduce", o.ring_allreduce ? "on" : "off"}};
+          {"--ring-allreduce", o.ring_allreduce ? "on" : "off"},
+          {"--selections", o.selections}};
 }
 
 // transport_given / workers_given: whether the user named them.
-void run_bench_comm(CommOptions o, bool transport_given, bool workers_given) {
+// compressor_given: whether the user named an option of the compression (which drawn selections skip).
+void run_bench_comm(CommOptions o, bool transport_given, bool workers_given, bool compressor_given) {
+  SPARSGD_ENFORCE(!(o.drawn() && compressor_given),
+                  "--selections drawn draws every worker's k entries itself: --compressor, --r-factor, "
+                  "--threshold-period and --error-feedback do not apply to it");
   const MpiLaunch launch = detect_mpi_launch();
   if (launch.launched && !transport_given) o.transport = "mpi";  // under mpirun: one worker per rank
   SPARSGD_ENFORCE(!(launch.launched && o.transport == "local" && launch.size > 1),
@@ -767,7 +917,15 @@ void register_bench_comm(CLI::App& bench) {
   cmd->add_flag("--ring-allreduce", opt->ring_allreduce,
                 "dense: the library's ring over point-to-point messages even where the transport has its own "
                 "allreduce (MPI); with --network it always is");
-  cmd->callback([opt, cmd] { run_bench_comm(*opt, cmd->count("--transport") > 0, cmd->count("--workers") > 0); });
+  cmd->add_option("--selections", opt->selections,
+                  "gradient: each worker compresses its synthetic gradient with error feedback; drawn: each draws k "
+                  "uniformly random entries and only the aggregation runs (memory O(P k), not O(P n))")
+      ->capture_default_str();
+  cmd->callback([opt, cmd] {
+    const bool compressor_given = cmd->count("--compressor") + cmd->count("--r-factor") +
+                                      cmd->count("--threshold-period") + cmd->count("--error-feedback") > 0;
+    run_bench_comm(*opt, cmd->count("--transport") > 0, cmd->count("--workers") > 0, compressor_given);
+  });
 }
 
 }  // namespace sparsgd::cli

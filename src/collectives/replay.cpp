@@ -19,6 +19,32 @@ std::size_t checked_length(const ExchangeConfig& config, std::size_t n, int work
 
 }  // namespace
 
+std::string reference_sum_difference(const ReferenceAggregation& want, const Aggregation& got, bool exact_order,
+                                     int terms) {
+  auto differs = [&](float a, float b, std::size_t i) {
+    return exact_order ? a != b : !sums_agree(a, b, want.magnitude[i], terms);
+  };
+  if (got.dense != want.dense) return got.dense ? "a dense sum where a sparse one was expected" : "a sparse sum where a dense one was expected";
+  if (got.dense) {
+    if (got.dense_sum.size() != want.dense_sum.size()) return "a dense sum of another length";
+    for (std::size_t i = 0; i < got.dense_sum.size(); ++i) {
+      if (differs(got.dense_sum[i], want.dense_sum[i], i)) {
+        return "entry " + std::to_string(i) + ": " + std::to_string(got.dense_sum[i]) + " where the reference has " +
+               std::to_string(want.dense_sum[i]);
+      }
+    }
+    return "";
+  }
+  if (got.sum.indices != want.sum.indices) return "the sum's indices differ from the reference's";
+  for (std::size_t e = 0; e < got.sum.size(); ++e) {
+    if (differs(got.sum.values[e], want.sum.values[e], e)) {
+      return "index " + std::to_string(got.sum.indices[e]) + ": " + std::to_string(got.sum.values[e]) +
+             " where the reference has " + std::to_string(want.sum.values[e]);
+    }
+  }
+  return "";
+}
+
 ExchangeReplay::ExchangeReplay(const ExchangeConfig& config, std::size_t n, int workers)
     : n_(checked_length(config, n, workers)),
       k_(k_from_density(n, config.density)),
@@ -66,30 +92,7 @@ void ExchangeReplay::step(std::uint64_t iteration, const std::function<void(int,
 }
 
 std::string ExchangeReplay::sum_difference(const Aggregation& got) const {
-  const ReferenceAggregation& want = reference_;
-  const int terms = workers();
-  auto differs = [&](float a, float b, std::size_t i) {
-    return exact_order_ ? a != b : !sums_agree(a, b, want.magnitude[i], terms);
-  };
-  if (got.dense != want.dense) return got.dense ? "a dense sum where a sparse one was expected" : "a sparse sum where a dense one was expected";
-  if (got.dense) {
-    if (got.dense_sum.size() != want.dense_sum.size()) return "a dense sum of another length";
-    for (std::size_t i = 0; i < got.dense_sum.size(); ++i) {
-      if (differs(got.dense_sum[i], want.dense_sum[i], i)) {
-        return "entry " + std::to_string(i) + ": " + std::to_string(got.dense_sum[i]) + " where the reference has " +
-               std::to_string(want.dense_sum[i]);
-      }
-    }
-    return "";
-  }
-  if (got.sum.indices != want.sum.indices) return "the sum's indices differ from the reference's";
-  for (std::size_t e = 0; e < got.sum.size(); ++e) {
-    if (differs(got.sum.values[e], want.sum.values[e], e)) {
-      return "index " + std::to_string(got.sum.indices[e]) + ": " + std::to_string(got.sum.values[e]) +
-             " where the reference has " + std::to_string(want.sum.values[e]);
-    }
-  }
-  return "";
+  return reference_sum_difference(reference_, got, exact_order_, workers());
 }
 
 double ExchangeReplay::conservation_error(const Aggregation& aggregated) const {

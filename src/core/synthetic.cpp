@@ -1,6 +1,8 @@
 #include "sparsgd/core/synthetic.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "sparsgd/core/error.hpp"
@@ -75,12 +77,17 @@ void fill_synthetic(std::span<float> out, Distribution distribution, std::uint64
 
 namespace sparsgd {
 
-void fill_gradient(std::span<float> out, std::uint64_t seed, int worker, std::uint64_t iteration) {
-  const std::uint64_t key = mix_seed(seed, static_cast<std::uint64_t>(worker) + 1, iteration + 1);
-  const std::uint64_t shared_key = mix_seed(seed, 0, iteration + 1);  // the same on every worker
-  const float scale = 1.0f + 0.25f * static_cast<float>(worker % 4);
-  constexpr float kUnit = 1.0f / 65536.0f;
-  for (std::size_t i = 0; i < out.size(); ++i) {
+namespace {
+
+// fill_gradient's entry i of one worker and iteration.
+struct GradientEntries {
+  GradientEntries(std::uint64_t seed, int worker, std::uint64_t iteration)
+      : key(mix_seed(seed, static_cast<std::uint64_t>(worker) + 1, iteration + 1)),
+        shared_key(mix_seed(seed, 0, iteration + 1)),  // the same on every worker
+        scale(1.0f + 0.25f * static_cast<float>(worker % 4)) {}
+
+  float operator()(std::size_t i) const {
+    constexpr float kUnit = 1.0f / 65536.0f;
     const std::uint64_t h = splitmix64(key ^ (i * 0x9e3779b97f4a7c15ULL));
     // Four 16-bit uniforms: their centred sum has variance 4/12, so scale by sqrt(3).
     const float s = static_cast<float>(h & 0xFFFF) + static_cast<float>((h >> 16) & 0xFFFF) +
@@ -88,8 +95,54 @@ void fill_gradient(std::span<float> out, std::uint64_t seed, int worker, std::ui
     float v = (s * kUnit - 2.0f) * 1.7320508f * scale;
     // Entries that are large on every worker this iteration: the shared part of the signal.
     if ((splitmix64(shared_key ^ i) & 0x3F) == 0) v *= 10.0f;
-    out[i] = v;
+    return v;
   }
+
+  std::uint64_t key, shared_key;
+  float scale;
+};
+
+}  // namespace
+
+void fill_gradient(std::span<float> out, std::uint64_t seed, int worker, std::uint64_t iteration) {
+  const GradientEntries entry(seed, worker, iteration);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = entry(i);
+}
+
+void draw_selection(SparseVector& out, std::size_t n, std::size_t k, std::uint64_t seed, int worker,
+                    std::uint64_t iteration, bool shared_indices) {
+  SPARSGD_ENFORCE(k <= n, "draw_selection: k = " << k << " entries of n = " << n);
+  SPARSGD_ENFORCE(n <= std::size_t{std::numeric_limits<std::uint32_t>::max()},
+                  "draw_selection: n = " << n << " does not fit 32-bit indices");
+  // Another stream than fill_gradient's keys (the last word tells them apart).
+  Rng rng(mix_seed(seed, shared_indices ? 0 : static_cast<std::uint64_t>(worker) + 1, (iteration + 1) ^ 0x5e1ec7ULL));
+  out.dim = n;
+  out.indices.clear();
+  if (k > n / 16) {
+    // Dense enough that a bitmap of n bits is small beside the set: Floyd's algorithm, k draws.
+    std::vector<bool> taken(n, false);
+    for (std::size_t j = n - k; j < n; ++j) {
+      const auto t = static_cast<std::size_t>(rng.below(j + 1));
+      taken[taken[t] ? j : t] = true;
+    }
+    out.indices.reserve(k);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (taken[i]) out.indices.push_back(static_cast<std::uint32_t>(i));
+    }
+  } else {
+    // Sparse: draw, sort, drop repeats, draw again for what is missing (few rounds at k <= n / 16).
+    out.indices.reserve(k);
+    while (out.indices.size() < k) {
+      for (std::size_t missing = k - out.indices.size(); missing > 0; --missing) {
+        out.indices.push_back(static_cast<std::uint32_t>(rng.below(n)));
+      }
+      std::sort(out.indices.begin(), out.indices.end());
+      out.indices.erase(std::unique(out.indices.begin(), out.indices.end()), out.indices.end());
+    }
+  }
+  const GradientEntries entry(seed, worker, iteration);
+  out.values.resize(k);
+  for (std::size_t e = 0; e < k; ++e) out.values[e] = entry(out.indices[e]);
 }
 
 }  // namespace sparsgd

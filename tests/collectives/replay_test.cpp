@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "sparsgd/collectives/replay.hpp"
+#include "sparsgd/collectives/selection_replay.hpp"
 #include "sparsgd/core/synthetic.hpp"
 
 namespace sparsgd::collectives {
@@ -35,6 +36,45 @@ TEST(ExchangeReplay, CatchesWrongSumsAndLostMass) {
     other_kind.dense = !right.dense;
     EXPECT_NE(replay.sum_difference(other_kind), "") << aggregator;
   }
+}
+
+TEST(SelectionReplay, CatchesWrongSumsLostMassAndAnUndeclaredDelegate) {
+  for (const char* aggregator : {"gtopk-rd", "allgather", "oktopk", "dense"}) {
+    std::vector<SparseVector> selections(5);
+    for (int w = 0; w < 5; ++w) draw_selection(selections[static_cast<std::size_t>(w)], 3001, 40, 8, w, 2);
+    SelectionReplay replay(aggregator);
+    replay.step(selections, 40);
+    Aggregation right;
+    right.dense = replay.reference().dense;
+    right.sum = replay.reference().sum;
+    right.dense_sum = replay.reference().dense_sum;
+    EXPECT_EQ(replay.sum_difference(right), "") << aggregator;
+    EXPECT_LT(replay.conservation_error(right), 1e-6) << aggregator;
+    Aggregation wrong = right;
+    if (wrong.dense) {
+      wrong.dense_sum[selections[1].indices[0]] += 0.5f;
+    } else {
+      wrong.sum.values[3] += 0.5f;
+    }
+    EXPECT_NE(replay.sum_difference(wrong), "") << aggregator;
+    EXPECT_GT(replay.conservation_error(wrong), 1e-4) << aggregator;
+    // An entry dropped from the sum: mass lost.
+    Aggregation dropped = right;
+    if (dropped.dense) {
+      dropped.dense_sum[selections[2].indices[5]] = 0.0f;
+    } else {
+      dropped.sum.indices.erase(dropped.sum.indices.begin() + 2);
+      dropped.sum.values.erase(dropped.sum.values.begin() + 2);
+    }
+    EXPECT_NE(replay.sum_difference(dropped), "") << aggregator;
+    EXPECT_GT(replay.conservation_error(dropped), 1e-4) << aggregator;
+  }
+  SelectionReplay delegating("auto");
+  std::vector<SparseVector> one(1);
+  draw_selection(one[0], 100, 5, 1, 0, 0);
+  EXPECT_THROW(delegating.step(one, 5), InvalidArgument);
+  EXPECT_NO_THROW(delegating.step(one, 5, "gtopk-rd"));
+  EXPECT_THROW(SelectionReplay("nonesuch"), InvalidArgument);
 }
 
 TEST(ExchangeReplay, RefusesWhatTheExchangeRefuses) {

@@ -40,6 +40,9 @@ reject comm_unknown_index_coding "unknown index coding 'rice' \\(expected raw or
 reject comm_dense_compressed_indices 'the dense aggregator sends no indices, so they cannot be compressed' bench comm --workers 2 --n 1000 --aggregator dense --index-coding compressed
 reject comm_auto_trials_range '--auto-trials: Value 17 not in range 0 to 16' bench comm --workers 2 --n 1000 --aggregator auto --auto-trials 17
 reject comm_auto_trials_word '--auto-trials' bench comm --workers 2 --n 1000 --aggregator auto --auto-trials many
+reject comm_selections_unknown "unknown --selections 'some'" bench comm --workers 2 --n 1000 --selections some
+reject comm_selections_drawn_compressor '--selections drawn draws every worker' bench comm --workers 2 --n 1000 --selections drawn --compressor randk
+reject comm_selections_drawn_feedback '--selections drawn draws every worker' bench comm --workers 2 --n 1000 --selections drawn --error-feedback off
 reject comm_unknown_transport 'transport' bench comm --transport carrier-pigeon --n 1000
 reject comm_unknown_network 'unknown network' bench comm --workers 2 --n 1000 --network 3gbe
 reject comm_network_negative_alpha 'alpha' bench comm --workers 2 --n 1000 --network alpha=-1,bw=1e9

@@ -21,6 +21,11 @@
 
 namespace sparsgd::collectives {
 
+// "" when `got` holds the reference's sum: bit for bit where `exact_order`, else within the rounding
+// bound of a sum of `terms` terms taken in another order (sums_agree); else what differs first.
+std::string reference_sum_difference(const ReferenceAggregation& want, const Aggregation& got, bool exact_order,
+                                     int terms);
+
 class ExchangeReplay {
  public:
   // Throws InvalidArgument where validate(config) does.

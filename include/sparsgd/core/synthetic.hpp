@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sparsgd/core/sparse_vector.hpp"
+
 namespace sparsgd {
 
 enum class Distribution {
@@ -34,5 +36,13 @@ namespace sparsgd {
 // few percent of entries (a per-iteration random subset) ten times larger, so that top-k sets
 // overlap between workers only in part, as real gradients do.
 void fill_gradient(std::span<float> out, std::uint64_t seed, int worker, std::uint64_t iteration);
+
+// A worker's selection drawn without a gradient: k distinct indices below n, uniformly at random,
+// ascending, each with fill_gradient's value of that entry, so P workers' selections take O(P k)
+// memory instead of P gradients of n floats (bench comm --selections drawn: aggregation at scale).
+// shared_indices: every worker draws the same indices (what random-k with a shared seed selects),
+// values still per worker. Deterministic in (seed, worker, iteration). Requires k <= n < 2^32.
+void draw_selection(SparseVector& out, std::size_t n, std::size_t k, std::uint64_t seed, int worker,
+                    std::uint64_t iteration, bool shared_indices = false);
 
 }  // namespace sparsgd
