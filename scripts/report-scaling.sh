@@ -97,7 +97,7 @@ for agg in ["dense", "allgather", "gtopk", "gtopk-rd"]:
     print(f"| {agg} | {smpi_model.get(key, '-')} | {smpi.get(key, '-')} | {ratio(smpi.get(key), smpi_model.get(key))} | "
           f"{shaped_model.get(key, '-')} | {shaped.get(key, '-')} | {ratio(shaped.get(key), shaped_model.get(key))} |")
 print()
-for name in ["smpi.md", "shaped.md"]:
+for name in ["smpi.md", "smpi-contention.md", "shaped.md"]:
     path = fragments / name
     if not path.exists():
         print(f"({name}: not generated yet)\n")

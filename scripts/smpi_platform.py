@@ -4,7 +4,19 @@ alpha-beta model of sparsgd's cost model (src/sim/cost_model.cpp): a message of 
 any two hosts takes alpha + b * beta, and every host can send and receive at full rate at once.
 
   scripts/smpi_platform.py --hosts P [--alpha SECONDS --beta SECONDS_PER_BYTE | --network paper-1gbe]
-                           --out DIR          -> DIR/platform-P.xml, DIR/hostfile-P.txt
+                           [--topology flat|switch|tree] --out DIR
+                           -> DIR/platform-P.xml (flat) or DIR/platform-TOPOLOGY-P.xml, DIR/hostfile-P.txt
+
+Topologies (every route costs the same latency alpha, so that only bandwidth sharing departs from
+the closed form):
+- flat (default): what the closed form assumes; described below.
+- switch: every host hangs off one switch whose fabric is shared by every flow crossing it (SimGrid
+  SHARED backbone) and carries at most FABRIC_PORTS (default 64) hosts' line rate in total: a
+  non-blocking switch up to that many hosts sending at once, oversubscribed beyond.
+- tree: two levels. Racks of RACK_SIZE hosts (default 32) on a non-blocking top-of-rack switch, each
+  rack with one uplink (split-duplex, UPLINK_RATIO (default 10) hosts' line rate: a 10 Gbit/s uplink
+  for 32 hosts at 1 Gbit/s, 3.2:1 oversubscribed) to a core that never limits a flow. Traffic between
+  racks shares the two racks' uplinks; within a rack it is as flat.
 
 How the XML gets there (SimGrid 3.32 <cluster>):
 - Each host has one private link, SPLITDUPLEX: SimGrid makes it two links (UP and DOWN) with the
@@ -41,37 +53,82 @@ def host_names(hosts):
     return [f"{HOST_PREFIX}{i}{HOST_SUFFIX}" for i in range(hosts)]
 
 
-def platform_xml(hosts, alpha, beta):
+def cluster_attributes(cluster_id, first, last, alpha, bandwidth, backbone_bw, backbone_policy):
+    return {
+        "id": cluster_id,
+        "prefix": HOST_PREFIX,
+        "suffix": HOST_SUFFIX,
+        "radical": f"{first}-{last}",
+        # With smpi/host-speed 1Gf (scripts/smpi-run.sh --compute), a second of the CPU time a rank
+        # measured between two MPI calls is a second on this host; unused otherwise.
+        "speed": "1Gf",
+        "bw": f"{bandwidth!r}Bps",
+        "lat": f"{alpha / 2.0!r}s",
+        "sharing_policy": "SPLITDUPLEX",
+        "bb_bw": f"{backbone_bw!r}Bps",
+        "bb_lat": "0s",
+        "bb_sharing_policy": backbone_policy,
+        "loopback_bw": f"{1000.0 * bandwidth!r}Bps",
+        "loopback_lat": "0s",
+    }
+
+
+def element(name, attributes, children=None, indent="  "):
+    text = " ".join(f"{key}={quoteattr(value)}" for key, value in attributes.items())
+    if not children:
+        return f"{indent}<{name} {text}/>\n"
+    return f"{indent}<{name} {text}>\n" + "".join(children) + f"{indent}</{name}>\n"
+
+
+TOPOLOGIES = ("flat", "switch", "tree")
+
+
+def platform_xml(hosts, alpha, beta, topology="flat", fabric_ports=64, rack_size=32, uplink_ratio=10.0):
     """The platform document for `hosts` hosts, alpha seconds and beta seconds per byte."""
     if hosts < 1:
         raise ValueError("--hosts must be at least 1")
     if not (alpha >= 0.0) or not (beta > 0.0):
         raise ValueError("alpha must be >= 0 and beta > 0")
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"unknown topology {topology!r} (expected one of {', '.join(TOPOLOGIES)})")
+    if fabric_ports < 1 or rack_size < 1 or not (uplink_ratio > 0.0):
+        raise ValueError("--fabric-ports and --rack-size must be at least 1 and --uplink-ratio above 0")
     bandwidth = 1.0 / beta  # bytes per second
-    attributes = {
-        "id": "sparsgd-cluster",
-        "prefix": HOST_PREFIX,
-        "suffix": HOST_SUFFIX,
-        "radical": f"0-{hosts - 1}",
-        "speed": "1Gf",  # unused: the runs do not simulate computation
-        "bw": f"{bandwidth!r}Bps",
-        "lat": f"{alpha / 2.0!r}s",
-        "sharing_policy": "SPLITDUPLEX",
-        "bb_bw": f"{1000.0 * bandwidth!r}Bps",
-        "bb_lat": "0s",
-        "bb_sharing_policy": "FATPIPE",
-        "loopback_bw": f"{1000.0 * bandwidth!r}Bps",
-        "loopback_lat": "0s",
-    }
-    cluster = " ".join(f"{key}={quoteattr(value)}" for key, value in attributes.items())
-    return (
+    head = (
         "<?xml version='1.0'?>\n"
         '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-        f"<!-- {hosts} hosts; alpha {alpha!r} s, beta {beta!r} s/byte (written by scripts/smpi_platform.py) -->\n"
+        f"<!-- {hosts} hosts, {topology}; alpha {alpha!r} s, beta {beta!r} s/byte (written by scripts/smpi_platform.py) -->\n"
         '<platform version="4.1">\n'
-        f"  <cluster {cluster}/>\n"
-        "</platform>\n"
     )
+    if topology in ("flat", "switch"):
+        backbone = (1000.0 * bandwidth, "FATPIPE") if topology == "flat" else (fabric_ports * bandwidth, "SHARED")
+        cluster = cluster_attributes("sparsgd-cluster", 0, hosts - 1, alpha, bandwidth, *backbone)
+        return head + element("cluster", cluster) + "</platform>\n"
+    # tree: one cluster per rack inside a zone whose routes between racks cross both uplinks.
+    racks = (hosts + rack_size - 1) // rack_size
+    children = []
+    for r in range(racks):
+        first, last = r * rack_size, min(hosts, (r + 1) * rack_size) - 1
+        attributes = cluster_attributes(f"rack-{r}", first, last, alpha, bandwidth, 1000.0 * bandwidth, "FATPIPE")
+        attributes["router_id"] = f"rack-{r}-router"
+        children.append(element("cluster", attributes, indent="    "))
+    for r in range(racks):
+        children.append(element("link", {"id": f"uplink-{r}", "bandwidth": f"{uplink_ratio * bandwidth!r}Bps",
+                                         "latency": "0s", "sharing_policy": "SPLITDUPLEX"}, indent="    "))
+    for a in range(racks):
+        for b in range(racks):
+            if a == b:
+                continue
+            links = [element("link_ctn", {"id": f"uplink-{a}", "direction": "UP"}, indent="      "),
+                     element("link_ctn", {"id": f"uplink-{b}", "direction": "DOWN"}, indent="      ")]
+            children.append(element("zoneRoute", {"src": f"rack-{a}", "dst": f"rack-{b}", "gw_src": f"rack-{a}-router",
+                                                  "gw_dst": f"rack-{b}-router", "symmetrical": "NO"}, links,
+                                    indent="    "))
+    return head + element("zone", {"id": "sparsgd-tree", "routing": "Full"}, children) + "</platform>\n"
+
+
+def platform_name(hosts, topology):
+    return f"platform-{hosts}.xml" if topology == "flat" else f"platform-{topology}-{hosts}.xml"
 
 
 def hostfile(hosts):
@@ -84,7 +141,11 @@ def main(argv):
     parser.add_argument("--network", choices=sorted(NETWORKS), help="a named network of the cost model")
     parser.add_argument("--alpha", type=float, help="latency per message, seconds")
     parser.add_argument("--beta", type=float, help="seconds per byte (1 / bandwidth)")
-    parser.add_argument("--out", required=True, help="directory for platform-P.xml and hostfile-P.txt")
+    parser.add_argument("--topology", choices=TOPOLOGIES, default="flat", help="see the module's help")
+    parser.add_argument("--fabric-ports", type=int, default=64, help="switch: the fabric's capacity in host line rates")
+    parser.add_argument("--rack-size", type=int, default=32, help="tree: hosts per rack")
+    parser.add_argument("--uplink-ratio", type=float, default=10.0, help="tree: a rack uplink's rate in host line rates")
+    parser.add_argument("--out", required=True, help="directory for the platform and hostfile-P.txt")
     args = parser.parse_args(argv)
     if args.network:
         if args.alpha is not None or args.beta is not None:
@@ -95,14 +156,14 @@ def main(argv):
     else:
         parser.error("give --network NAME or both --alpha and --beta")
     try:
-        xml = platform_xml(args.hosts, alpha, beta)
+        xml = platform_xml(args.hosts, alpha, beta, args.topology, args.fabric_ports, args.rack_size, args.uplink_ratio)
     except ValueError as e:
         parser.error(str(e))
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"platform-{args.hosts}.xml").write_text(xml)
+    (out / platform_name(args.hosts, args.topology)).write_text(xml)
     (out / f"hostfile-{args.hosts}.txt").write_text(hostfile(args.hosts))
-    print(out / f"platform-{args.hosts}.xml")
+    print(out / platform_name(args.hosts, args.topology))
     return 0
 
 

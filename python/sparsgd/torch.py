@@ -156,8 +156,8 @@ class HookState:
     seed, shared_seed (randk, randk-unbiased; default: on for randk-shared), error_feedback (True:
     what did not get into the sum stays in the residual; False: it is dropped, as randk-unbiased,
     whose values are scaled by n/k, requires), index_coding ('raw', or 'compressed': indices as
-    Golomb-Rice gaps or a bitmap, about 12 bits an index instead of 32 at density 0.001, for
-    allgather, gtopk and gtopk-rd; same results, fewer bytes, some CPU time), auto_trials (aggregator
+    packed gaps or a bitmap, about 13 bits an index instead of 32 at density 0.001, for
+    allgather, gtopk, gtopk-rd and oktopk; same results, fewer bytes, some CPU time), auto_trials (aggregator
     'auto': how often each plausible candidate is timed per bucket before it settles on the fastest; 0:
     the closed forms' choice alone, untimed and reproducible), network (none, 1gbe, 10gbe,
     paper-1gbe, alpha=S,bw=BITS: a network model whose clock gives ``network_s``, what the step's

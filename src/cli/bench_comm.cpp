@@ -901,8 +901,8 @@ void register_bench_comm(CLI::App& bench) {
   add_on_off_option(cmd, "--error-feedback", opt->error_feedback,
                     "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
   cmd->add_option("--index-coding", opt->index_coding,
-                  "raw (32 bits an index) or compressed (Golomb-Rice gaps, or a bitmap, whichever is smaller: "
-                  "about 12 bits an index at density 0.001); allgather, gtopk and gtopk-rd")
+                  "raw (32 bits an index) or compressed (gaps packed in blocks, or a bitmap, whichever is smaller: "
+                  "about 13 bits an index at density 0.001); allgather, gtopk, gtopk-rd and oktopk")
       ->capture_default_str();
   cmd->add_option("--auto-trials", opt->auto_trials,
                   "auto: times each candidate within 3x of the closed forms' cheapest this many times, then keeps "

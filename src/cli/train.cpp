@@ -172,8 +172,8 @@ void register_train(CLI::App& app) {
       ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
       ->capture_default_str();
   cmd->add_option("--index-coding", c->index_coding,
-                  "raw (32 bits an index) or compressed (Golomb-Rice gaps, or a bitmap, whichever is smaller: "
-                  "about 12 bits an index at density 0.001); allgather, gtopk and gtopk-rd")
+                  "raw (32 bits an index) or compressed (gaps packed in blocks, or a bitmap, whichever is smaller: "
+                  "about 13 bits an index at density 0.001); allgather, gtopk, gtopk-rd and oktopk")
       ->capture_default_str();
   cmd->add_option("--density", c->density, "fraction of gradient entries each worker sends, in (0, 1]")->capture_default_str();
   cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();

@@ -129,10 +129,14 @@ class OkTopk final : public Aggregator {
     decoded_indices_.resize(pu);
     outgoing_.resize(pu);
     requests_.clear();
+    // A part holds distinct indices of this rank's region, so no more than its width: at large P
+    // that bounds the P - 1 receive buffers far below P - 1 selections (at P = 1024, n = 2.5M and
+    // k = 25,000: 20 MB instead of 200 MB a rank).
+    const std::size_t region_width = bounds_[static_cast<std::size_t>(r) + 1] - bounds_[static_cast<std::size_t>(r)];
+    const std::size_t part_bytes = wire::max_sparse_message_bytes(std::min(capacity, region_width), 0, coding_);
     for (int i = 1; i < p; ++i) {
       const int from = (r - i + p) % p;
-      requests_.push_back(t.post_recv(from, tags::kOktopkSplit, received_[static_cast<std::size_t>(from)],
-                                      wire::max_sparse_message_bytes(capacity, 0, coding_)));
+      requests_.push_back(t.post_recv(from, tags::kOktopkSplit, received_[static_cast<std::size_t>(from)], part_bytes));
     }
     // Each rank sends first to its right neighbour, then further on: no receiver is everyone's first.
     for (int i = 1; i < p; ++i) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/index_codec_kernels.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/wire.hpp"
 
@@ -13,6 +14,10 @@ namespace sparsgd::index_codec {
 namespace {
 
 constexpr unsigned kMaxRice = 31;
+constexpr unsigned kMaxPackedWidth = 31;
+constexpr std::uint64_t kMaxPackedN = std::uint64_t{1} << 31;
+constexpr std::size_t kNoSize = static_cast<std::size_t>(-1);
+using kernels::kBlockGaps;
 
 [[noreturn]] void bad(const std::string& what) { throw wire::WireError("compressed indices: " + what); }
 
@@ -151,11 +156,135 @@ std::size_t append_rice(std::span<const std::uint32_t> indices, std::uint32_t n,
   return bytes;
 }
 
-// The encoder's choice: the smallest; raw on a tie with rice, rice or raw on a tie with the bitmap.
-Coding smallest(std::size_t raw, std::size_t rice, std::size_t bitmap) {
-  Coding best = rice < raw ? Coding::rice : Coding::raw;
-  if (bitmap < std::min(raw, rice)) best = Coding::bitmap;
+// The encoder's choice: the smallest of raw, packed and bitmap; raw on a tie with packed, either on
+// a tie with the bitmap. (Rice is never chosen: see index_codec.hpp.)
+Coding smallest(std::size_t raw, std::size_t packed, std::size_t bitmap) {
+  Coding best = packed < raw ? Coding::packed : Coding::raw;
+  if (bitmap < std::min(raw, packed)) best = Coding::bitmap;
   return best;
+}
+
+// The gaps of a set and each block's width, for the packed coding.
+struct PackedPlan {
+  std::vector<std::uint32_t> gaps;
+  std::vector<std::uint8_t> widths;  // per block of kBlockGaps, the tail last
+  std::size_t bytes = kNoSize;       // prefix included; kNoSize where the set cannot be packed
+};
+
+std::size_t packed_tail_bytes(std::size_t count, unsigned width) { return (count * width + 7) / 8; }
+
+// Fills `plan` for indices below n; checks on the way that they are strictly ascending and below n
+// (InvalidArgument).
+void plan_packed(std::span<const std::uint32_t> indices, std::uint32_t n, PackedPlan& plan) {
+  const std::size_t count = indices.size();
+  plan.gaps.resize(count);
+  plan.widths.clear();
+  bool packable = n <= kMaxPackedN;
+  std::size_t bytes = kPrefixBytes;
+  for (std::size_t at = 0; at < count; at += kBlockGaps) {
+    const std::size_t m = std::min(kBlockGaps, count - at);
+    bool ascending = true;
+    const std::uint32_t any = kernels::gaps_of(indices.data() + at, m, at == 0 ? 0xffffffffu : indices[at - 1],
+                                               plan.gaps.data() + at, &ascending);
+    if (!ascending) {
+      for (std::size_t i = at; i < at + m; ++i) {
+        if (i > 0 && indices[i] <= indices[i - 1]) refuse_index(indices[i], i, n);
+      }
+    }
+    const auto width = static_cast<unsigned>(std::bit_width(any));
+    packable = packable && width <= kMaxPackedWidth;
+    plan.widths.push_back(static_cast<std::uint8_t>(width));
+    bytes += 1 + (m == kBlockGaps ? 4 * kernels::kBlockLanes * width : packed_tail_bytes(m, width));
+  }
+  if (count > 0 && indices[count - 1] >= n) refuse_index(indices[count - 1], count - 1, n);
+  plan.bytes = packable ? bytes : kNoSize;
+}
+
+PackedPlan& scratch_plan() {
+  thread_local PackedPlan plan;
+  return plan;
+}
+
+// Appends the packed coding's body (after the prefix) of a planned set.
+void append_packed(const PackedPlan& plan, std::vector<std::byte>& out) {
+  const std::size_t count = plan.gaps.size();
+  const std::size_t at = out.size();
+  out.resize(at + plan.bytes - kPrefixBytes + 8, std::byte{0});  // 8: the bit writer's slack
+  std::byte* p = out.data() + at;
+  for (std::size_t block = 0, first = 0; first < count; ++block, first += kBlockGaps) {
+    const unsigned width = plan.widths[block];
+    *p++ = static_cast<std::byte>(width);
+    const std::size_t m = std::min(kBlockGaps, count - first);
+    if (m == kBlockGaps) {
+      std::uint32_t words[kernels::kBlockLanes * kMaxPackedWidth];
+      kernels::pack_block(plan.gaps.data() + first, width, words);
+      const std::size_t bytes = 4 * kernels::kBlockLanes * width;
+      std::memcpy(p, words, bytes);
+      p += bytes;
+    } else {
+      BitWriter writer(p);
+      for (std::size_t j = 0; j < m; ++j) writer.put(plan.gaps[first + j], width);
+      writer.finish();
+      p += packed_tail_bytes(m, width);
+    }
+  }
+  out.resize(at + plan.bytes - kPrefixBytes);
+}
+
+void decode_packed(std::span<const std::byte> body, std::uint32_t n, std::span<std::uint32_t> out) {
+  if (n > kMaxPackedN) bad("packed indices for n = " + std::to_string(n) + ", above 2^31");
+  const std::size_t count = out.size();
+  const auto* p = reinterpret_cast<const unsigned char*>(body.data());
+  const auto* end = p + body.size();
+  std::uint32_t previous = 0xffffffffu;  // the first gap is the first index
+  for (std::size_t first = 0; first < count; first += kBlockGaps) {
+    if (p == end) bad("the packed blocks end before " + std::to_string(count) + " indices");
+    const unsigned width = *p++;
+    if (width > kMaxPackedWidth) bad("a packed block of width " + std::to_string(width));
+    const std::size_t m = std::min(kBlockGaps, count - first);
+    const std::size_t bytes = m == kBlockGaps ? 4 * kernels::kBlockLanes * width : packed_tail_bytes(m, width);
+    if (static_cast<std::size_t>(end - p) < bytes) bad("a packed block runs past the end of the message");
+    std::uint32_t any = 0;
+    if (m == kBlockGaps) {
+      bool in_range = true;
+      any = kernels::unpack_block(p, width, previous, n, out.data() + first, &in_range);
+      if (!in_range) {
+        for (std::size_t i = first; i < first + m; ++i) {
+          if (out[i] >= n || (i > 0 && out[i] <= out[i - 1])) {
+            bad("index at " + std::to_string(i) + " is not below n = " + std::to_string(n));
+          }
+        }
+      }
+    } else {
+      BitReader reader({reinterpret_cast<const std::byte*>(p), bytes});
+      std::uint64_t next = static_cast<std::uint64_t>(previous) + 1;
+      if (previous == 0xffffffffu) next = 0;
+      const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
+      for (std::size_t j = 0; j < m; ++j) {
+        if (reader.available() < width) reader.refill();
+        const std::uint64_t gap = reader.buffer() & mask;
+        reader.consume(width);
+        any |= static_cast<std::uint32_t>(gap);
+        const std::uint64_t index = next + gap;
+        if (index >= n) bad("index " + std::to_string(index) + " at " + std::to_string(first + j) + " is not below n = " + std::to_string(n));
+        out[first + j] = static_cast<std::uint32_t>(index);
+        next = index + 1;
+      }
+      reader.refill();
+      if (reader.left() >= 8) bad("bytes after the last packed index");
+      if (reader.left() > 0 && (reader.buffer() & ((std::uint64_t{1} << reader.left()) - 1)) != 0) {
+        bad("the padding after the last packed index is not zero");
+      }
+    }
+    // One byte string per set: every block in the smallest width that holds its gaps.
+    if (static_cast<unsigned>(std::bit_width(any)) != width) {
+      bad("a packed block of width " + std::to_string(width) + " whose gaps need " +
+          std::to_string(std::bit_width(any)));
+    }
+    previous = out[first + m - 1];
+    p += bytes;
+  }
+  if (p != end) bad(std::to_string(end - p) + " bytes after the last packed block");
 }
 
 void decode_rice(std::span<const std::byte> code, unsigned b, std::uint32_t n, std::span<std::uint32_t> out) {
@@ -230,11 +359,30 @@ double expected_encoded_bytes(std::size_t count, std::uint32_t n) {
     const double q = std::pow(1.0 - c / static_cast<double>(n), std::ldexp(1.0, static_cast<int>(b)));
     rice = std::ceil(c * (b + 1.0 + q / (1.0 - q)) / 8.0);
   }
-  return static_cast<double>(kPrefixBytes) + std::min({raw, rice, bitmap});
+  (void)rice;  // the encoder does not choose it (index_codec.hpp)
+  double packed = raw;
+  if (count > 0 && count <= n && n <= kMaxPackedN) {
+    // Gaps of a uniformly random set are about geometric: P(gap >= 2^w) = (1 - p)^(2^w). A block of
+    // m gaps takes the width of its largest, E[width] = sum over w of P(largest >= 2^w).
+    const double p = c / static_cast<double>(n);
+    auto expected_width = [p](double m) {
+      double width = 0.0;
+      for (int w = 0; w < static_cast<int>(kMaxPackedWidth); ++w) {
+        const double at_least = std::pow(1.0 - p, std::ldexp(1.0, w));
+        width += 1.0 - std::pow(1.0 - at_least, m);
+      }
+      return width;
+    };
+    const double blocks = std::floor(c / static_cast<double>(kBlockGaps));
+    const double tail = c - blocks * static_cast<double>(kBlockGaps);
+    packed = blocks * (1.0 + 4.0 * kernels::kBlockLanes * expected_width(static_cast<double>(kBlockGaps)));
+    if (tail > 0) packed += 1.0 + std::ceil(tail * expected_width(tail) / 8.0);
+  }
+  return static_cast<double>(kPrefixBytes) + std::min({raw, packed, bitmap});
 }
 
 std::size_t Sizes::best_bytes() const {
-  return best == Coding::raw ? raw : best == Coding::rice ? rice : bitmap;
+  return best == Coding::raw ? raw : best == Coding::packed ? packed : best == Coding::rice ? rice : bitmap;
 }
 
 Sizes encoded_sizes(std::span<const std::uint32_t> indices, std::uint32_t n) {
@@ -242,7 +390,10 @@ Sizes encoded_sizes(std::span<const std::uint32_t> indices, std::uint32_t n) {
   s.raw = kPrefixBytes + 4 * indices.size();
   s.rice = kPrefixBytes + static_cast<std::size_t>((checked_rice_bits(indices, n, rice_parameter(indices.size(), n)) + 7) / 8);
   s.bitmap = kPrefixBytes + (static_cast<std::size_t>(n) + 7) / 8;
-  s.best = smallest(s.raw, s.rice, s.bitmap);
+  PackedPlan& plan = scratch_plan();
+  plan_packed(indices, n, plan);
+  s.packed = plan.bytes;
+  s.best = smallest(s.raw, s.packed, s.bitmap);
   return s;
 }
 
@@ -265,6 +416,15 @@ std::size_t encode_checked(Coding coding, std::span<const std::uint32_t> indices
     case Coding::rice:
       append_rice(indices, n, b, out);
       break;
+    case Coding::packed: {
+      PackedPlan& plan = scratch_plan();
+      plan_packed(indices, n, plan);
+      if (plan.bytes == kNoSize) {
+        throw InvalidArgument("these indices cannot be packed (a gap of 2^31 or more, or n above 2^31)");
+      }
+      append_packed(plan, out);
+      break;
+    }
     case Coding::bitmap: {
       const std::size_t at = out.size();
       out.resize(at + (static_cast<std::size_t>(n) + 7) / 8, std::byte{0});
@@ -286,50 +446,48 @@ std::size_t encode_as(Coding coding, std::span<const std::uint32_t> indices, std
 }
 
 std::size_t encode(std::span<const std::uint32_t> indices, std::uint32_t n, std::vector<std::byte>& out) {
-  // One pass in the common case: the Rice code is written (checking the indices) and kept when it
-  // is the smallest; otherwise it is cut off and the set written raw or as a bitmap.
-  const std::size_t at = out.size();
-  const unsigned b = rice_parameter(indices.size(), n);
-  out.resize(at + kPrefixBytes);
-  const std::size_t rice = kPrefixBytes + append_rice(indices, n, b, out);
+  // One pass over the indices (gaps, widths and the checks), then the smallest coding is written.
+  PackedPlan& plan = scratch_plan();
+  plan_packed(indices, n, plan);
   const std::size_t raw = kPrefixBytes + 4 * indices.size();
   const std::size_t bitmap = kPrefixBytes + (static_cast<std::size_t>(n) + 7) / 8;
-  const Coding best = smallest(raw, rice, bitmap);
-  if (best == Coding::rice) {
-    out[at] = static_cast<std::byte>(Coding::rice);
-    out[at + 1] = static_cast<std::byte>(b);
-    return rice;
+  const Coding best = smallest(raw, plan.bytes, bitmap);
+  if (best == Coding::packed) {
+    const std::size_t at = out.size();
+    out.push_back(static_cast<std::byte>(Coding::packed));
+    out.push_back(std::byte{0});
+    append_packed(plan, out);
+    return out.size() - at;
   }
-  out.resize(at);
   return encode_checked(best, indices, n, out);
 }
 
 namespace {
 
-// The encoder always picks the smallest coding (raw on a tie with rice, rice or raw on a tie with
-// the bitmap) and rice_parameter's b; a decoder that accepted any other keeps a message from
-// having one byte string, which the wire fuzzer relies on. Raw and bitmap sets pay a pass to size
-// their Rice code; rice sets, the common case, only compare sizes.
-void require_canonical(Coding coding, std::size_t bytes, unsigned b, std::span<const std::uint32_t> indices,
-                       std::uint32_t n) {
+// The encoder always picks the smallest of raw, packed and bitmap (raw on a tie with packed, either
+// on a tie with the bitmap); a decoder that accepted any other keeps a message from having one byte
+// string, which the wire fuzzer relies on. Raw and bitmap sets pay a pass to size their packing.
+void require_canonical(Coding coding, std::size_t bytes, std::span<const std::uint32_t> indices, std::uint32_t n) {
+  if (coding == Coding::rice) bad("Rice coding, which the encoder does not choose (it packs the gaps)");
   const std::size_t raw = kPrefixBytes + 4 * indices.size();
   const std::size_t bitmap = kPrefixBytes + (static_cast<std::size_t>(n) + 7) / 8;
-  const unsigned parameter = rice_parameter(indices.size(), n);
-  if (coding == Coding::rice) {
-    if (b != parameter) bad("Rice parameter " + std::to_string(b) + " where the encoder uses " + std::to_string(parameter));
-    if (bytes >= raw || bitmap < bytes) bad("a Rice code larger than another coding of the same set");
-    return;
+  std::size_t packed = bytes;
+  if (coding != Coding::packed) {
+    PackedPlan& plan = scratch_plan();
+    plan_packed(indices, n, plan);
+    packed = plan.bytes;
   }
-  const std::size_t rice = kPrefixBytes + static_cast<std::size_t>((checked_rice_bits(indices, n, parameter) + 7) / 8);
-  if (coding == Coding::raw && (rice < raw || bitmap < raw)) bad("raw indices where another coding is smaller");
-  if (coding == Coding::bitmap && (bitmap >= raw || bitmap >= rice)) bad("a bitmap where another coding is not larger");
+  if (smallest(raw, packed, bitmap) != coding) {
+    bad(std::string(coding == Coding::raw ? "raw indices" : coding == Coding::packed ? "packed indices" : "a bitmap") +
+        " where the encoder chooses another coding");
+  }
 }
 
 }  // namespace
 
 void decode(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::uint32_t> out) {
   decode_any(bytes, n, out);
-  require_canonical(static_cast<Coding>(bytes[0]), bytes.size(), static_cast<unsigned>(bytes[1]), out, n);
+  require_canonical(static_cast<Coding>(bytes[0]), bytes.size(), out, n);
 }
 
 void decode_any(std::span<const std::byte> bytes, std::uint32_t n, std::span<std::uint32_t> out) {
@@ -353,6 +511,10 @@ void decode_any(std::span<const std::byte> bytes, std::uint32_t n, std::span<std
     case Coding::rice:
       if (b > kMaxRice) bad("Rice parameter " + std::to_string(b) + " above " + std::to_string(kMaxRice));
       decode_rice(body, b, n, out);
+      return;
+    case Coding::packed:
+      if (b != 0) bad("packed coding with a Rice parameter");
+      decode_packed(body, n, out);
       return;
     case Coding::bitmap: {
       if (b != 0) bad("bitmap coding with a Rice parameter");

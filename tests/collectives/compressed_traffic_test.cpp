@@ -87,12 +87,13 @@ TEST(CompressedTraffic, TwoRanksOfGtopkSendTheirSelectionsCoded) {
   }
 }
 
-// At the density of the gTop-k paper the code takes about log2(e n / k) bits an index, not 32.
-TEST(CompressedTraffic, AboutTwelveBitsAnIndexAtDensityOneInAThousand) {
+// At the density of the gTop-k paper the packed gaps take about 13 bits an index, not 32: at most
+// the 5.75 bytes a pair issue 17 asks for, above the entropy bound.
+TEST(CompressedTraffic, AboutThirteenBitsAnIndexAtDensityOneInAThousand) {
   const std::vector<Sent> sent = exchange_once("gtopk-rd", 2, 2000003, 0.001);
   const double pairs = static_cast<double>(sent[0].selection.size());
   const double bytes_per_pair = static_cast<double>(sent[0].bytes - wire::kHeaderBytes - 4) / pairs;
-  EXPECT_LT(bytes_per_pair, 5.6);
+  EXPECT_LE(bytes_per_pair, 5.75);
   EXPECT_GT(bytes_per_pair, 5.3);  // the entropy bound: 4 + log2(e * 1000) / 8 = 5.43
 }
 

@@ -73,7 +73,8 @@ void write_wire_seeds(const fs::path& dir) {
   wire_seed(dir, "dense-5", Mode::kDense, expect(100, 4, 5), 5, m);
   wire::encode_dense(kAlgorithm, 100, 4, std::vector<float>{}, 0, m);
   wire_seed(dir, "dense-empty", Mode::kDense, expect(100, 4, 5), 0, m);
-  // Compressed indices: a Rice code (sparse), a bitmap (dense), raw (tiny), with and without a mask.
+  // Compressed indices: packed gaps (sparse: a short block; and two full blocks of 512 and a tail),
+  // a bitmap (dense), raw (tiny), with and without a mask.
   const auto coded = [&](std::uint32_t n, std::uint32_t k, std::size_t capacity) {
     wire::Expectation e = expect(n, k, capacity);
     e.index_coding = wire::IndexCoding::compressed;
@@ -87,22 +88,30 @@ void write_wire_seeds(const fs::path& dir) {
     spread_values.push_back(static_cast<float>(i) - 20.5f);
   }
   wire::encode_sparse(kAlgorithm, 40000, 40, spread, spread_values, {}, m, kCoded);
-  wire_seed(dir, "coded-rice-40", Mode::kSparse, coded(40000, 40, 40), 0, m);
-  const std::vector<std::byte> rice = m;
+  wire_seed(dir, "coded-packed-40", Mode::kSparse, coded(40000, 40, 40), 0, m);
+  const std::vector<std::byte> packed = m;
+  std::vector<std::uint32_t> blocks;
+  std::vector<float> block_values;
+  for (std::uint32_t i = 0; i < 1100; ++i) {
+    blocks.push_back(i * 1800 + (i * 7919) % 1800);
+    block_values.push_back(static_cast<float>(i % 13) - 6.0f);
+  }
+  wire::encode_sparse(kAlgorithm, 2000000, 1100, blocks, block_values, {}, m, kCoded);
+  wire_seed(dir, "coded-packed-blocks", Mode::kSparse, coded(2000000, 1100, 1100), 0, m);
   std::vector<std::uint8_t> every_other(spread.size());
   for (std::size_t i = 0; i < every_other.size(); i += 2) every_other[i] = 1;
   wire::encode_sparse(kAlgorithm, 40000, 40, spread, spread_values, every_other, m, kCoded);
-  wire_seed(dir, "coded-rice-mask", Mode::kSparseMask, coded(40000, 40, 40), spread.size(), m);
+  wire_seed(dir, "coded-packed-mask", Mode::kSparseMask, coded(40000, 40, 40), spread.size(), m);
   wire::encode_sparse(kAlgorithm, 16, 9, std::vector<std::uint32_t>{0, 1, 2, 3, 5, 8, 13, 14, 15},
                       std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {}, m, kCoded);
   wire_seed(dir, "coded-bitmap", Mode::kSparse, coded(16, 9, 9), 0, m);
   wire::encode_sparse(kAlgorithm, 4000000, 1, std::vector<std::uint32_t>{3999999}, std::vector<float>{-1.0f}, {}, m,
                       kCoded);
   wire_seed(dir, "coded-raw", Mode::kSparse, coded(4000000, 1, 1), 0, m);
-  std::vector<std::byte> coded_stream = rice;
+  std::vector<std::byte> coded_stream = packed;
   wire::encode_sparse(kAlgorithm, 40000, 40, std::vector<std::uint32_t>{}, std::vector<float>{}, {}, m, kCoded);
   coded_stream.insert(coded_stream.end(), m.begin(), m.end());
-  coded_stream.insert(coded_stream.end(), rice.begin(), rice.end());
+  coded_stream.insert(coded_stream.end(), packed.begin(), packed.end());
   wire_seed(dir, "coded-stream-3", Mode::kStream, coded(40000, 40, 40), 0, coded_stream);
 }
 

@@ -7,7 +7,7 @@
 //           ceil(extra / 8) bytes of a bit mask of `extra` bits (0 when no mask is attached);
 //   sparse with compressed indices (its own message kind): u32 index_bytes, count float32
 //           values, index_bytes of the indices coded by core/index_codec.hpp (the smallest of
-//           Golomb-Rice gaps, a bitmap or raw, stated in the code's own prefix), then the mask;
+//           packed gaps, a bitmap or raw, stated in the code's own prefix), then the mask;
 //   dense:  count float32 values; `extra` is free for the algorithm (a checksum, say).
 // All little-endian (the only byte order this library targets). A received message is checked
 // completely before use: header fields against what this rank expects (so ranks that disagree on
