@@ -3,22 +3,23 @@
 # (n = 25,000,000, density 0.001, topk, the paper's 1 Gbps cluster fit), for every aggregator that
 # sends indices, and writes docs/results/index-coding.md. Both codings of one (P, aggregator) run
 # back to back, so that they see the same machine. Needs about 7 GB of memory at P = 32.
-# Usage: scripts/report-index-coding.sh [ITERS] [WORKER LIST]
+# Usage: scripts/report-index-coding.sh [ITERS] [WORKER LIST]   (SPARSGD=path/to/sparsgd: another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iters=${1:-5}
 workers=${2:-"4 32"}
-[ -x build/sparsgd ] || bash scripts/setup.sh
+sparsgd=${SPARSGD:-build/sparsgd}
+[ -x "$sparsgd" ] || { bash scripts/setup.sh; sparsgd=build/sparsgd; }
 # Results are kept in runs/index-coding/ and a finished one is not run again (delete it to redo).
 runs=runs/index-coding
 mkdir -p "$runs"
 for p in $workers; do
-  for agg in allgather gtopk gtopk-rd; do
+  for agg in allgather gtopk gtopk-rd oktopk; do
     for coding in raw compressed; do
       out="$runs/$p-$agg-$coding.json"
       [ -s "$out" ] && continue
       echo "P=$p $agg $coding" >&2
-      ./build/sparsgd bench comm --transport local --workers "$p" --n 25000000 --density 0.001 --compressor topk \
+      "$sparsgd" bench comm --transport local --workers "$p" --n 25000000 --density 0.001 --compressor topk \
         --aggregator "$agg" --index-coding "$coding" --network paper-1gbe --iters "$iters" --json >"$out.tmp"
       mv "$out.tmp" "$out"
     done
@@ -37,13 +38,13 @@ print("compute charged as measured thread CPU time, so the codec's CPU time is i
 print("(src/sim/cost_model.cpp; it charges the codec's expected size, not its CPU time); `agg CPU`: the busiest")
 print("worker's CPU time inside the aggregation (merges, coding, validation). Medians over the iterations.")
 print("`B/pair`: bytes a worker sends per (index, value) pair it sends, headers included (gtopk-rd at a")
-print("power-of-two P and allgather send k pairs a set; the tree's broadcast adds masks, so it has none).\n")
+print("power-of-two P and allgather send k pairs a set; the tree's broadcast adds masks and Ok-Topk's parts vary in size, so they have none).\n")
 print("| P | aggregator | bytes raw | bytes compressed | B/pair raw | B/pair compressed | sim agg raw (ms) | "
       "sim agg compressed (ms) | model raw (ms) | model compressed (ms) | agg CPU raw (ms) | agg CPU compressed (ms) | "
       "both match reference |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for p in workers:
-    for agg in ["allgather", "gtopk", "gtopk-rd"]:
+    for agg in ["allgather", "gtopk", "gtopk-rd", "oktopk"]:
         raw = json.load(open(runs / f"{p}-{agg}-raw.json"))
         coded = json.load(open(runs / f"{p}-{agg}-compressed.json"))
         k, P = raw["k"], int(p)

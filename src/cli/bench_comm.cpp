@@ -301,20 +301,55 @@ struct Verification {
   std::string first_mismatch;
 };
 
-// Replays all P workers serially (collectives/replay.hpp) and compares the workers in `checked`
-// (all of them in-process; under MPI rank 0 has gathered them): sums, consumed entries, final
-// residuals (bitwise, by digest), and conservation of gradient mass at the last iteration against
-// the kept worker's sum.
-// --selections drawn: the same checks against the reference of the drawn selections (regenerated
-// here from the seed); there is no residual.
-Verification verify_drawn(const CommOptions& o, int workers,
-                          const std::vector<std::pair<int, const WorkerRecord*>>& checked) {
-  Verification v;
-  collectives::SelectionReplay replay(o.aggregator);
+using CheckedWorkers = std::vector<std::pair<int, const WorkerRecord*>>;
+
+// What auto chose at iteration ii (the other aggregators leave it empty): the kept worker's method.
+std::string_view step_method(const CheckedWorkers& checked, std::size_t ii) {
+  std::string_view method;
+  for (const auto& [w, record] : checked) {
+    if (record->keep_results) method = record->results[ii].method;
+  }
+  return method;
+}
+
+// Iteration `it` of every checked worker against the replay's last step (an ExchangeReplay or a
+// SelectionReplay): the kept worker's sum against the reference, every worker's sum digest against
+// the kept one's, every worker's consumed entries against the reference's. Returns the kept sum.
+template <class Replay>
+const collectives::Aggregation* check_step(const Replay& replay, const CheckedWorkers& checked, int it,
+                                           Verification& v) {
   auto mismatch = [&v](const std::string& what) {
     if (v.matches) v.first_mismatch = what;
     v.matches = false;
   };
+  const auto ii = static_cast<std::size_t>(it);
+  const collectives::Aggregation* kept = nullptr;
+  std::uint64_t kept_digest = 0;
+  for (const auto& [w, record] : checked) {
+    if (!record->keep_results) continue;
+    const std::string difference = replay.sum_difference(record->results[ii]);
+    if (!difference.empty()) {
+      mismatch(fmt::format("worker {} iteration {}: aggregated sum differs from the reference ({})", w, it, difference));
+    }
+    kept_digest = record->sum_digests[ii];
+    kept = &record->results[ii];
+  }
+  for (const auto& [w, record] : checked) {
+    if (record->sum_digests[ii] != kept_digest) {
+      mismatch(fmt::format("worker {} iteration {}: its sum differs from the other workers'", w, it));
+    }
+    if (record->consumed[ii] != replay.reference().consumed[static_cast<std::size_t>(w)]) {
+      mismatch(fmt::format("worker {} iteration {}: consumed entries differ from the reference", w, it));
+    }
+  }
+  return kept;
+}
+
+// --selections drawn: the same checks against the reference of the drawn selections (regenerated
+// here from the seed); there is no residual.
+Verification verify_drawn(const CommOptions& o, int workers, const CheckedWorkers& checked) {
+  Verification v;
+  collectives::SelectionReplay replay(o.aggregator);
   const std::size_t k = k_from_density(o.n, o.density);
   std::vector<SparseVector> selections(static_cast<std::size_t>(workers));
   for (int it = 0; it < o.iters; ++it) {
@@ -322,72 +357,32 @@ Verification verify_drawn(const CommOptions& o, int workers,
     for (int w = 0; w < workers; ++w) {
       draw_selection(selections[static_cast<std::size_t>(w)], o.n, k, o.seed, w, ii, drawn_indices_shared(o));
     }
-    std::string_view method;
-    for (const auto& [w, record] : checked) {
-      if (record->keep_results) method = record->results[ii].method;
-    }
-    replay.step(selections, k, method);
-    std::uint64_t kept_digest = 0;
-    for (const auto& [w, record] : checked) {
-      if (!record->keep_results) continue;
-      const std::string difference = replay.sum_difference(record->results[ii]);
-      if (!difference.empty()) {
-        mismatch(fmt::format("worker {} iteration {}: aggregated sum differs from the reference ({})", w, it, difference));
-      }
-      kept_digest = record->sum_digests[ii];
-      if (it + 1 == o.iters) v.conservation_rel_error = replay.conservation_error(record->results[ii]);
-    }
-    for (const auto& [w, record] : checked) {
-      if (record->sum_digests[ii] != kept_digest) {
-        mismatch(fmt::format("worker {} iteration {}: its sum differs from the other workers'", w, it));
-      }
-      if (record->consumed[ii] != replay.reference().consumed[static_cast<std::size_t>(w)]) {
-        mismatch(fmt::format("worker {} iteration {}: consumed entries differ from the reference", w, it));
-      }
-    }
+    replay.step(selections, k, step_method(checked, ii));
+    const collectives::Aggregation* kept = check_step(replay, checked, it, v);
+    if (kept != nullptr && it + 1 == o.iters) v.conservation_rel_error = replay.conservation_error(*kept);
   }
   return v;
 }
 
-Verification verify(const CommOptions& o, int workers, const std::vector<std::pair<int, const WorkerRecord*>>& checked) {
+// Replays all P workers serially (collectives/replay.hpp) and compares the workers in `checked`
+// (all of them in-process; under MPI rank 0 has gathered them): sums, consumed entries, final
+// residuals (bitwise, by digest), and conservation of gradient mass at the last iteration against
+// the kept worker's sum.
+Verification verify(const CommOptions& o, int workers, const CheckedWorkers& checked) {
   if (o.drawn()) return verify_drawn(o, workers, checked);
   Verification v;
   collectives::ExchangeReplay replay(exchange_config(o), o.n, workers);
-  auto mismatch = [&v](const std::string& what) {
-    if (v.matches) v.first_mismatch = what;
-    v.matches = false;
-  };
   const collectives::Aggregation* last_kept = nullptr;
   for (int it = 0; it < o.iters; ++it) {
     const auto iteration = static_cast<std::uint64_t>(it);
-    const auto ii = static_cast<std::size_t>(it);
-    std::string_view method;  // what auto chose; the other aggregators leave it empty
-    for (const auto& [w, record] : checked) {
-      if (record->keep_results) method = record->results[ii].method;
-    }
-    replay.step(iteration, [&](int w, std::span<float> out) { fill_gradient(out, o.seed, w, iteration); }, method);
-    std::uint64_t kept_digest = 0;
-    for (const auto& [w, record] : checked) {
-      if (!record->keep_results) continue;
-      const std::string difference = replay.sum_difference(record->results[ii]);
-      if (!difference.empty()) {
-        mismatch(fmt::format("worker {} iteration {}: aggregated sum differs from the reference ({})", w, it, difference));
-      }
-      kept_digest = record->sum_digests[ii];
-      last_kept = &record->results[ii];
-    }
-    for (const auto& [w, record] : checked) {
-      if (record->sum_digests[ii] != kept_digest) {
-        mismatch(fmt::format("worker {} iteration {}: its sum differs from the other workers'", w, it));
-      }
-      if (record->consumed[ii] != replay.reference().consumed[static_cast<std::size_t>(w)]) {
-        mismatch(fmt::format("worker {} iteration {}: consumed entries differ from the reference", w, it));
-      }
-    }
+    replay.step(iteration, [&](int w, std::span<float> out) { fill_gradient(out, o.seed, w, iteration); },
+                step_method(checked, static_cast<std::size_t>(it)));
+    last_kept = check_step(replay, checked, it, v);
   }
   for (const auto& [w, record] : checked) {
     if (fnv1a(std::as_bytes(replay.residual(w))) != record->residual_digest) {
-      mismatch(fmt::format("worker {}: final residual differs from the reference", w));
+      if (v.matches) v.first_mismatch = fmt::format("worker {}: final residual differs from the reference", w);
+      v.matches = false;
     }
   }
   if (last_kept != nullptr) v.conservation_rel_error = replay.conservation_error(*last_kept);

@@ -10,6 +10,15 @@
 namespace sparsgd::collectives {
 namespace {
 
+// The reference's own sum, as an aggregator would report it.
+Aggregation as_aggregation(const ReferenceAggregation& reference) {
+  Aggregation a;
+  a.dense = reference.dense;
+  a.sum = reference.sum;
+  a.dense_sum = reference.dense_sum;
+  return a;
+}
+
 TEST(ExchangeReplay, CatchesWrongSumsAndLostMass) {
   for (const char* aggregator : {"gtopk-rd", "allgather", "dense"}) {
     ExchangeConfig config;
@@ -18,10 +27,7 @@ TEST(ExchangeReplay, CatchesWrongSumsAndLostMass) {
     config.compressor.name = std::string(aggregator) == "dense" ? "none" : "topk";
     ExchangeReplay replay(config, 2000, 3);
     replay.step(0, [](int w, std::span<float> out) { fill_gradient(out, 4, w, 0); });
-    Aggregation right;
-    right.dense = replay.reference().dense;
-    right.sum = replay.reference().sum;
-    right.dense_sum = replay.reference().dense_sum;
+    const Aggregation right = as_aggregation(replay.reference());
     EXPECT_EQ(replay.sum_difference(right), "") << aggregator;
     EXPECT_LT(replay.conservation_error(right), 1e-6) << aggregator;
     Aggregation wrong = right;
@@ -44,10 +50,7 @@ TEST(SelectionReplay, CatchesWrongSumsLostMassAndAnUndeclaredDelegate) {
     for (int w = 0; w < 5; ++w) draw_selection(selections[static_cast<std::size_t>(w)], 3001, 40, 8, w, 2);
     SelectionReplay replay(aggregator);
     replay.step(selections, 40);
-    Aggregation right;
-    right.dense = replay.reference().dense;
-    right.sum = replay.reference().sum;
-    right.dense_sum = replay.reference().dense_sum;
+    const Aggregation right = as_aggregation(replay.reference());
     EXPECT_EQ(replay.sum_difference(right), "") << aggregator;
     EXPECT_LT(replay.conservation_error(right), 1e-6) << aggregator;
     Aggregation wrong = right;
