@@ -1,6 +1,5 @@
 set terminal pngcairo size 900,600 noenhanced
-set output 'docs/results/scaling/efficiency.png'
-set datafile separator ','
+set output 'efficiency.png'
 set title 'Scaling efficiency: resnet50 on paper-1gbe'
 set xlabel 'workers'
 set ylabel 'efficiency'
@@ -8,4 +7,50 @@ set logscale x 2
 set yrange [0:1.05]
 set grid
 set key bottom left
-plot for [m in 'dense topk gtopk gtopk-rd'] 'docs/results/scaling/scaling.csv' using 2:(strcol(1) eq m ? $6 : 1/0) every ::1 with linespoints lw 2 title m
+$method0 << EOD
+2 0.8410755874458157
+4 0.7789989938881737
+8 0.7509721890294155
+16 0.7371186848957134
+32 0.7292397642893935
+64 0.723113706647267
+128 0.7156689570008323
+EOD
+$method1 << EOD
+2 0.9949619046226478
+4 0.9941266124125305
+8 0.9925482022322679
+16 0.9894938040871334
+32 0.983527441217219
+64 0.9718923465800134
+128 0.9495094358721599
+EOD
+$method2 << EOD
+2 0.9944940827160036
+4 0.9935655809716419
+8 0.9926388113870741
+16 0.9917137691196894
+32 0.9907904493449122
+64 0.9898688472561172
+128 0.9889489580645464
+EOD
+$method3 << EOD
+2 0.9949619046226478
+4 0.9944999171894464
+8 0.9940383585833811
+16 0.9935772282076585
+32 0.9931165254665919
+64 0.9926562497655989
+128 0.992196400511199
+EOD
+$method4 << EOD
+2 0.9945784753160948
+4 0.99400871367096
+8 0.9935326935631031
+16 0.9931035266141645
+32 0.9926976925927192
+64 0.9923032266492307
+128 0.9919137174169452
+EOD
+plot $method0 using 1:2 with linespoints lw 2 title 'dense', $method1 using 1:2 with linespoints lw 2 title 'topk', $method2 using 1:2 with linespoints lw 2 title 'gtopk', $method3 using 1:2 with linespoints lw 2 title 'gtopk-rd', $method4 using 1:2 with linespoints lw 2 title 'oktopk'
+unset output
