@@ -111,7 +111,9 @@ uint32_t UnpackBlockImpl(const unsigned char* HWY_RESTRICT in, unsigned width, u
     const size_t q = bit / 32;
     const unsigned shift = bit % 32;
     for (size_t o = 0; o < kBlockLanes; o += lanes) {
-      auto gap = hn::ShiftRightSame(hn::LoadU(du, words + kBlockLanes * q + o), static_cast<int>(shift));
+      // A block of width 0 has no words at all: nothing may be read.
+      auto gap = width == 0 ? hn::Zero(du)
+                            : hn::ShiftRightSame(hn::LoadU(du, words + kBlockLanes * q + o), static_cast<int>(shift));
       if (shift + width > 32) {
         gap = hn::Or(gap, hn::ShiftLeftSame(hn::LoadU(du, words + kBlockLanes * (q + 1) + o), static_cast<int>(32 - shift)));
       }

@@ -172,11 +172,13 @@ TEST(AutoSelect, TimedTrialsOverturnAWrongModel) {
       EXPECT_EQ(d.trials[i].runs, 2);
     }
   }
-  // No schedule beats its latencies: 3 for allgather, 4 for gtopk-rd at P = 7, more for Ok-Topk's
-  // split and its rounds of counts.
+  // No schedule beats the latencies the last rank to start needs: its entries reach all 7 ranks in
+  // no fewer than ceil(log2 7) = 3 hops, whatever the schedule (the span starts when that rank does,
+  // so gtopk-rd's fold, which others may have finished by then, is not a bound: under TSan the
+  // ranks' charged compression times differ by more than a hop). Ok-Topk adds its rounds of counts.
   const auto& trials = decisions[0].trials;
   EXPECT_GE(trials[1].measured_seconds, 0.03);
-  EXPECT_GE(trials[0].measured_seconds, 0.04);
+  EXPECT_GE(trials[0].measured_seconds, 0.03);
   EXPECT_GT(trials[2].measured_seconds, trials[0].measured_seconds);
   ExchangeConfig replayed = config;
   ExchangeReplay replay(replayed, n, p);
