@@ -177,6 +177,22 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   return config;
 }
 
+// Every iteration starts when the slowest worker is ready, as in synchronous SGD: the virtual
+// clocks are set to their maximum; returns the start.
+double align_iteration_start(transport::Transport& base, transport::SimulatedNetwork& simulated) {
+  simulated.now();
+  simulated.set_clock(max_over_ranks(base, simulated.now(), 900));
+  return simulated.now();
+}
+
+// What the verification needs of one iteration's result.
+void keep_for_verification(const CommOptions& o, const collectives::Aggregation& result, WorkerRecord& record) {
+  if (!o.verify) return;
+  record.consumed.push_back(result.consumed);
+  record.sum_digests.push_back(digest_of(result));
+  if (record.keep_results) record.results.push_back(result);
+}
+
 bool drawn_indices_shared(const CommOptions& o) {
   return collectives::find_aggregator(o.aggregator).properties.needs_shared_indices;
 }
@@ -194,12 +210,7 @@ void run_drawn_worker(const CommOptions& o, transport::Transport& base, transpor
   for (int it = 0; it < o.iters; ++it) {
     draw_selection(selection, o.n, k, o.seed, base.rank(), static_cast<std::uint64_t>(it), drawn_indices_shared(o));
     base.barrier();
-    double sim_start = 0.0;
-    if (simulated != nullptr) {
-      simulated->now();
-      simulated->set_clock(max_over_ranks(base, simulated->now(), 900));
-      sim_start = simulated->now();
-    }
+    const double sim_start = simulated != nullptr ? align_iteration_start(base, *simulated) : 0.0;
     const auto wall_start = std::chrono::steady_clock::now();
     comm.barrier();
     comm.barrier();
@@ -220,11 +231,7 @@ void run_drawn_worker(const CommOptions& o, transport::Transport& base, transpor
       record.sim_ready_ms.push_back(1e3 * (sim_ready - sim_start));
       record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start));
     }
-    if (o.verify) {
-      record.consumed.push_back(result.consumed);
-      record.sum_digests.push_back(digest_of(result));
-      if (record.keep_results) record.results.push_back(result);
-    }
+    keep_for_verification(o, result, record);
     base.barrier();  // as in run_worker: the next draw must not run beside another's aggregation
   }
   record.counters = comm.counters();
@@ -253,13 +260,7 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
   for (int it = 0; it < o.iters; ++it) {
     fill_gradient(gradient, o.seed, base.rank(), static_cast<std::uint64_t>(it));
     base.barrier();
-    double sim_start = 0.0;
-    if (simulated) {
-      // Every iteration starts when the slowest worker is ready, as in synchronous SGD.
-      simulated->now();
-      simulated->set_clock(max_over_ranks(base, simulated->now(), 900));
-      sim_start = simulated->now();
-    }
+    const double sim_start = simulated ? align_iteration_start(base, *simulated) : 0.0;
     const auto wall_start = std::chrono::steady_clock::now();
     const collectives::Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
     const auto wall_end = std::chrono::steady_clock::now();
@@ -279,11 +280,7 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
       record.sim_ready_ms.push_back(1e3 * times.compress_cpu_seconds);
       record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start - times.feedback_cpu_seconds));
     }
-    if (o.verify) {
-      record.consumed.push_back(result.consumed);
-      record.sum_digests.push_back(digest_of(result));
-      if (record.keep_results) record.results.push_back(result);
-    }
+    keep_for_verification(o, result, record);
     // The next iteration's gradient and compression must not start beside another worker's
     // aggregation: where workers share cores (threads here, ranks on one machine), a worker done
     // early would take cores and caches from those still aggregating, and their times would
