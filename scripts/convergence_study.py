@@ -673,6 +673,35 @@ def report():
     print(f"wrote {RESULTS / 'convergence.md'} and the claims in {path}", file=sys.stderr)
 
 
+def list_progress():
+    """Where the study stands, in the order it runs: each method of each cell, tuning or seeds."""
+    recorded = sum(1 for _ in RECORDS.iterdir()) if RECORDS.exists() else 0
+    print(f"{recorded} runs recorded under {RECORDS.relative_to(ROOT)}")
+    gap = [load_record(f"{GAP_CELL}-{arm}-s{seed}")[0] for seed in SEEDS for arm in GAP_ARMS]
+    print(f"{GAP_CELL + ' (default run vs dense)':<32} {sum(s is not None for s in gap)}/{len(gap)} runs")
+    left = 0
+    for cell in STAGES:
+        for method in cell.methods:
+            if cell.tuned_in:
+                lr, next_lr, tried = chosen_rate(cell, method), None, {}
+            else:
+                tried, lr, next_lr = tuning(cell, method)
+            if lr is not None:
+                done = sum(load_record(run_name(cell.name, method, lr, seed))[0] is not None for seed in SEEDS)
+                state = f"lr {lr:g}: {done}/{len(SEEDS)} seeds"
+                left += len(SEEDS) - done
+            elif next_lr is not None:
+                state = f"tuning: {len(tried)} rates tried, next {next_lr:g}"
+                left += max(1, len(cell.grid(method)) - len(tried)) + len(SEEDS) - 1
+            elif cell.tuned_in:
+                state = f"waits for its rate from {cell.tuned_in}"
+                left += len(SEEDS)
+            else:
+                state = "every rate tried failed"
+            print(f"{cell.name:<24} {method:<30} {state}")
+    print(f"at least {left} runs left")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget-minutes", type=float, default=55.0,
@@ -681,8 +710,7 @@ def main():
     parser.add_argument("--list", action="store_true", help="print what is recorded and what is left")
     args = parser.parse_args()
     if args.list:
-        done = sorted(p.name for p in RECORDS.iterdir()) if RECORDS.exists() else []
-        print(f"{len(done)} runs recorded")
+        list_progress()
         return
     drop_stale_records()  # a report must not show them either
     if not args.report_only:

@@ -480,6 +480,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                  {"model_choice", std::string(d.model_choice)},
                  {"trials", trials},
                  {"trial_exchanges", d.trial_exchanges},
+                 {"timed_exchanges", d.timed_exchanges},
                  {"sim_comm_settled_ms", settled_ms},
                  {"alpha_s", d.network.alpha_seconds},
                  {"seconds_per_byte", d.network.seconds_per_byte},
@@ -533,7 +534,8 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
       if (d.settled.empty()) {
         fmt::print("    still trying after {} exchanges (more --iters to settle)\n", d.trial_exchanges);
       } else {
-        fmt::print("    settled on {} after {} trial exchanges\n", d.settled, d.trial_exchanges);
+        fmt::print("    settled on {} after {} trial exchanges ({} warm-ups, untimed)\n", d.settled, d.trial_exchanges,
+                   d.trial_exchanges - d.timed_exchanges);
       }
     }
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
@@ -586,6 +588,8 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
       footprint.arrays += std::max(0.0, d.worker_memory.arrays - 2.0);
       footprint.pairs += d.worker_memory.pairs;
       footprint.pairs_per_worker += d.worker_memory.pairs_per_worker;
+      footprint.arrays_shared += d.worker_memory.arrays_shared;
+      footprint.posted_pairs_per_worker += d.worker_memory.posted_pairs_per_worker;
       if (d.reference_memory.bytes(o.n, k, workers) > reference_footprint.bytes(o.n, k, workers)) {
         reference_footprint = d.reference_memory;
       }
@@ -595,8 +599,9 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
     footprint.arrays = std::max(0.0, footprint.arrays - 2.0);
     footprint.pairs += 1.0;
   }
-  const double worker = footprint.bytes(o.n, k, workers);
-  const double workers_phase = workers_here * worker;
+  const double posted = o.transport == "mpi" ? footprint.posted_pairs_per_worker * p * 8.0 * static_cast<double>(k) : 0.0;
+  const double worker = footprint.bytes(o.n, k, workers) + posted;
+  const double workers_phase = workers_here * worker + footprint.shared_bytes(o.n);
   const std::string workers_part = fmt::format("{} worker{} x ({}buffers)", workers_here, workers_here == 1 ? "" : "s",
                                                o.drawn() ? "drawn selection, " : "gradient, residual, ");
   MemoryEstimate estimate;
@@ -897,7 +902,8 @@ void register_bench_comm(CLI::App& bench) {
                   "about 13 bits an index at density 0.001); allgather, gtopk, gtopk-rd and oktopk")
       ->capture_default_str();
   cmd->add_option("--auto-trials", opt->auto_trials,
-                  "auto: times each candidate within 3x of the closed forms' cheapest this many times, then keeps "
+                  "auto: runs each candidate within 3x of the closed forms' cheapest once untimed, then times it this "
+                  "many times and keeps "
                   "the fastest; 0: the closed forms' choice")
       ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
       ->capture_default_str();

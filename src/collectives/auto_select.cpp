@@ -49,19 +49,25 @@ class AutoAggregator final : public Aggregator {
     out.method = choice;
     decision_.last_choice = choice;
     if (trial != nullptr) {
-      // From the last rank starting to the last one finishing, which every rank learns, so every
-      // rank settles on the same candidate. (A rank that started early and waited for the others
-      // would otherwise count the others' compression. Across machines whose clocks differ by an
-      // offset it tends to the span of the rank whose clock is ahead, the same for every candidate.)
-      std::array<double, 2> span{std::max(0.0, start), std::max(0.0, t.clock_seconds())};
-      allreduce_max(t, span);
-      const double slowest = std::max(0.0, span[1] - span[0]);
-      trial->measured_seconds = trial->runs == 0 ? slowest : std::min(trial->measured_seconds, slowest);
-      ++trial->runs;
+      // Round 0 warms each candidate up untimed: its first exchange allocates and first touches its
+      // buffers, which at n = 25M costs it 2-4x its steady time (bench comm's first iterations), and
+      // would otherwise count against whichever candidate the model proposed.
+      if (s.round > 0) {
+        // From the last rank starting to the last one finishing, which every rank learns, so every
+        // rank settles on the same candidate. (A rank that started early and waited for the others
+        // would otherwise count the others' compression. Across machines whose clocks differ by an
+        // offset it tends to the span of the rank whose clock is ahead, the same for every candidate.)
+        std::array<double, 2> span{std::max(0.0, start), std::max(0.0, t.clock_seconds())};
+        allreduce_max(t, span);
+        const double slowest = std::max(0.0, span[1] - span[0]);
+        trial->measured_seconds = trial->runs == 0 ? slowest : std::min(trial->measured_seconds, slowest);
+        ++trial->runs;
+        ++decision_.timed_exchanges;
+      }
       ++decision_.trial_exchanges;
       if (++s.next == s.trials.size()) {
         s.next = 0;
-        if (++s.round == options_.auto_trial_rounds) {
+        if (++s.round == options_.auto_trial_rounds + 1) {
           s.settled = fastest(s.trials);
           release_unsettled();
         }
@@ -257,10 +263,11 @@ const AggregatorDescriptor& auto_descriptor() {
       .cost = cheapest_cost,
       .traffic = nullptr,
       .traffic_of = nullptr,
-      // While it tries, the candidates it has run keep their buffers: dense's arrays and Ok-Topk's
-      // region (1.3 arrays beyond the gradient and residual), every candidate's pairs; after it
-      // settles, those it did not choose are freed.
-      .worker_memory = {.arrays = 6.1, .pairs = 40, .pairs_per_worker = 4},
+      // While it tries, the candidates it has run keep their buffers: dense's arrays, Ok-Topk's
+      // regions (shared out: arrays_shared), every candidate's pairs; after it settles, those it
+      // did not choose are freed.
+      .worker_memory = {.arrays = 4.7, .pairs = 40, .pairs_per_worker = 4, .arrays_shared = 2.5,
+                        .posted_pairs_per_worker = 1},
       .reference_memory = {.arrays = 3, .pairs = 50, .pairs_per_worker = 25},
       .result_memory = {.arrays = 1, .pairs = 1, .pairs_per_worker = 1},
   };

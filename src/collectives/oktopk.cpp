@@ -152,9 +152,14 @@ class OkTopk final : public Aggregator {
     const std::uint32_t begin = bounds_[static_cast<std::size_t>(r)];
     const std::uint32_t end = bounds_[static_cast<std::size_t>(r) + 1];
     const std::size_t width = end - begin;
-    if (sums_.size() < width) {
-      sums_.resize(width, 0.0f);
-      seen_.resize(width, 0);
+    if (sums_.size() != width) {
+      // Exactly the region, the old one freed first: the regions partition n, so the workers of a
+      // process hold n sums in all, not n each (descriptor's arrays_shared). Widths change only
+      // when the boundaries do.
+      std::vector<float>().swap(sums_);
+      std::vector<std::uint8_t>().swap(seen_);
+      sums_.assign(width, 0.0f);
+      seen_.assign(width, 0);
     }
     touched_.clear();
     for (int from = 0; from < p; ++from) {
@@ -501,8 +506,10 @@ const AggregatorDescriptor& oktopk_descriptor() {
       .cost = cost,
       .traffic = nullptr,
       .traffic_of = traffic_of,
-      // Gradient, residual and the region's dense sums (n/P balanced, up to n), received parts.
-      .worker_memory = {.arrays = 3.5, .pairs = 8},
+      // Gradient, residual, received parts; the regions' dense sums and touched flags (5 bytes an
+      // index) partition n: 1.25 arrays in all, twice while ranks move to new boundaries.
+      // Over MPI its P - 1 posted receives hold up to k pairs each.
+      .worker_memory = {.arrays = 2.1, .pairs = 8, .arrays_shared = 2.5, .posted_pairs_per_worker = 1},
       .reference_memory = {.pairs = 50, .pairs_per_worker = 25},
       .result_memory = {.pairs = 1},
   };

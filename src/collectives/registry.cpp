@@ -47,4 +47,6 @@ double Footprint::bytes(std::size_t n, std::size_t k, int workers) const {
   return arrays * 4.0 * static_cast<double>(n) + (pairs + pairs_per_worker * workers) * 8.0 * static_cast<double>(k);
 }
 
+double Footprint::shared_bytes(std::size_t n) const { return arrays_shared * 4.0 * static_cast<double>(n); }
+
 }  // namespace sparsgd::collectives

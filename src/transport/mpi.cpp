@@ -361,8 +361,14 @@ class MpiTransport::PostedReceive final : public PendingOperation {
       throw TransportError("rank " + std::to_string(t.rank_) + ": a message of up to " + std::to_string(max_bytes) +
                            " bytes does not fit an MPI count");
     }
-    buffer.resize(max_bytes);
-    check(MPI_Irecv(buffer.data(), static_cast<int>(max_bytes), MPI_BYTE, peer, tag, t.comm_, &request_), "MPI_Irecv");
+    staging_ = t.take_staging(max_bytes);
+    const int posted =
+        MPI_Irecv(staging_.data(), static_cast<int>(max_bytes), MPI_BYTE, peer, tag, t.comm_, &request_);
+    if (posted != MPI_SUCCESS) t.give_back_staging(std::move(staging_));
+    check(posted, "MPI_Irecv");
+  }
+  ~PostedReceive() override {
+    if (request_ == MPI_REQUEST_NULL && !staging_.empty()) t_.give_back_staging(std::move(staging_));
   }
   std::size_t wait() override {
     if (request_ != MPI_REQUEST_NULL) {
@@ -373,7 +379,11 @@ class MpiTransport::PostedReceive final : public PendingOperation {
     }
     int count = 0;
     MPI_Get_count(&status_, MPI_BYTE, &count);
-    buffer_.resize(static_cast<std::size_t>(count));
+    if (!staging_.empty()) {
+      buffer_.assign(staging_.begin(), staging_.begin() + count);
+      t_.give_back_staging(std::move(staging_));
+      staging_.clear();
+    }
     return buffer_.size();
   }
   bool test() override {
@@ -392,11 +402,17 @@ class MpiTransport::PostedReceive final : public PendingOperation {
     }
     return done != 0;
   }
-  // The message must not land in the buffer later.
+  // A receive MPI has matched cannot be cancelled: its staging buffer is kept alive for it.
   void abandon() noexcept override {
     if (request_ == MPI_REQUEST_NULL) return;
     MPI_Cancel(&request_);
     MPI_Request_free(&request_);
+    try {
+      t_.abandoned_staging_.push_back(std::move(staging_));
+    } catch (...) {
+      (void)new std::vector<std::byte>(std::move(staging_));  // cannot fail to own it: leaked on purpose
+    }
+    staging_.clear();
   }
 
  private:
@@ -404,9 +420,26 @@ class MpiTransport::PostedReceive final : public PendingOperation {
   int peer_, tag_;
   std::size_t max_bytes_;
   std::vector<std::byte>& buffer_;
+  std::vector<std::byte> staging_;
   MPI_Request request_ = MPI_REQUEST_NULL;
   MPI_Status status_{};
 };
+
+std::vector<std::byte> MpiTransport::take_staging(std::size_t bytes) {
+  std::vector<std::byte> buffer;
+  if (!spare_staging_.empty()) {
+    buffer = std::move(spare_staging_.back());
+    spare_staging_.pop_back();
+  }
+  // Sized once, zero-filled once: a reused buffer keeps its size, and only growth is filled. At
+  // least one byte, so that a buffer in use is never empty (empty: handed back).
+  if (buffer.size() < std::max<std::size_t>(bytes, 1)) buffer.resize(std::max<std::size_t>(bytes, 1));
+  return buffer;
+}
+
+void MpiTransport::give_back_staging(std::vector<std::byte> buffer) {
+  if (!buffer.empty()) spare_staging_.push_back(std::move(buffer));
+}
 
 std::unique_ptr<PendingOperation> MpiTransport::do_post_send(int peer, int tag, std::span<const std::byte> data) {
   return std::make_unique<PostedSend>(*this, peer, tag, data);

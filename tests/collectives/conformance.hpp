@@ -91,7 +91,7 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
       const Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
       if (it == 0) {
         const collectives::AutoDecision* decision = collectives::auto_decision(exchange.aggregator());
-        mine.first_was_trial = decision != nullptr && decision->trial_exchanges == 1;
+        mine.first_was_trial = decision != nullptr && decision->timed_exchanges == 1;
         mine.traffic_first.bytes_sent = t.counters().bytes_sent - before.bytes_sent;
         mine.traffic_first.messages_sent = t.counters().messages_sent - before.messages_sent;
       }

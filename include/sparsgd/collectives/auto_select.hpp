@@ -7,9 +7,9 @@
 // The closed forms count latencies and bytes only; an aggregation also spends CPU time (merges,
 // selections, index coding, Ok-Topk's histograms), which on a fast network or at a small k can
 // decide the order. So the model proposes and the clock decides: for each new (workers, n, k), the
-// candidates whose closed form is within kTrialFactor of the cheapest are each run
-// AggregatorOptions::auto_trial_rounds times in turn (every exchange is a real one, its result
-// exact), timed on the transport's clock (the slowest rank's time, which every rank learns by a
+// candidates whose closed form is within kTrialFactor of the cheapest are each run once untimed (a
+// warm-up: a first exchange allocates) and then AggregatorOptions::auto_trial_rounds times in turn
+// (every exchange is a real one, its result exact), timed on the transport's clock (the slowest rank's time, which every rank learns by a
 // max-reduction, so all settle alike), and the one with the fastest trial is used for that
 // (workers, n, k) from then on. One plausible candidate, or 0 rounds: the closed form's choice.
 
@@ -66,7 +66,8 @@ struct AutoDecision {
   std::string_view settled;
   std::string_view model_choice;  // the closed forms' cheapest for that (n, k)
   std::vector<AutoTrial> trials;
-  std::uint64_t trial_exchanges = 0;  // exchanges spent on trials, over every (n, k)
+  std::uint64_t trial_exchanges = 0;  // exchanges spent on trials, warm-ups included, over every (n, k)
+  std::uint64_t timed_exchanges = 0;  // those of them timed (each adds auto_trial_traffic)
 };
 // Null unless `aggregator` is auto's.
 const AutoDecision* auto_decision(const Aggregator& aggregator);

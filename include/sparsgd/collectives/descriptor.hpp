@@ -67,7 +67,14 @@ struct Footprint {
   double arrays = 0.0;
   double pairs = 0.0;
   double pairs_per_worker = 0.0;
+  // Arrays of n divided among the workers (Ok-Topk's regions partition the index space): this
+  // many in all, however many workers a process holds. Not in bytes(), which is one worker's.
+  double arrays_shared = 0.0;
+  // Receive buffers posted at the largest size a message may have, per worker of the job: held
+  // only by transports that post receives into buffers of their own (MPI's staging buffers).
+  double posted_pairs_per_worker = 0.0;
   double bytes(std::size_t n, std::size_t k, int workers) const;
+  double shared_bytes(std::size_t n) const;
 };
 
 struct AggregatorDescriptor {

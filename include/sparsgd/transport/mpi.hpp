@@ -50,7 +50,8 @@ class MpiTransport final : public Transport {
   std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
                           std::vector<std::byte>& buffer, std::size_t max_bytes,
                           const InFlightWork& while_in_flight) override;
-  // MPI_Isend and MPI_Irecv, waited for as every MPI request here (timeout, census).
+  // MPI_Isend and MPI_Irecv (into a staging buffer), waited for as every MPI request here
+  // (timeout, census).
   std::unique_ptr<PendingOperation> do_post_send(int peer, int tag, std::span<const std::byte> data) override;
   std::unique_ptr<PendingOperation> do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
                                                  std::size_t max_bytes) override;
@@ -85,6 +86,16 @@ class MpiTransport final : public Transport {
   std::uint64_t in_collective_ = 0;        // the one being waited on now (0: none)
   std::vector<MPI_Request> census_replies_;
   std::deque<std::uint64_t> census_reply_values_;  // Isend buffers: a deque never moves them
+
+  // Posted receives land in staging buffers of their largest allowed size, kept here and reused,
+  // and the message is copied out at the end: posting into the caller's buffer would resize it to
+  // that size every time, zero-filling what the last, shorter message left (Ok-Topk posts P - 1
+  // receives of up to a region each: at P = 1024, 20 MB of zeros a call). A buffer whose receive
+  // was abandoned may still be written by MPI, so it stays alive, never reused.
+  std::vector<std::byte> take_staging(std::size_t bytes);
+  void give_back_staging(std::vector<std::byte> buffer);
+  std::vector<std::vector<std::byte>> spare_staging_;
+  std::vector<std::vector<std::byte>> abandoned_staging_;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
