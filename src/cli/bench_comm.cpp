@@ -571,8 +571,9 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
   const std::size_t k = k_from_density(o.n, o.density);
   const double array = 4.0 * static_cast<double>(o.n), p = workers;
   const collectives::AggregatorDescriptor& aggregator = collectives::find_aggregator(o.aggregator);
-  // Drawn selections have no gradient and no residual (two of the footprint's arrays), and one more
-  // set of pairs: the selection.
+  // Drawn selections have no gradient, no residual and no compressor, whose top-k scratch is the
+  // fraction above 2 in the sparse aggregators' footprints (2.1-2.2 arrays), and one more set of
+  // pairs: the selection.
   collectives::Footprint footprint = aggregator.worker_memory;
   collectives::Footprint reference_footprint = aggregator.reference_memory;
   const transport::NetworkSpec network = transport::parse_network(o.network);
@@ -596,7 +597,7 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
     }
   }
   if (o.drawn()) {
-    footprint.arrays = std::max(0.0, footprint.arrays - 2.0);
+    footprint.arrays = std::max(0.0, footprint.arrays - 2.2);
     footprint.pairs += 1.0;
   }
   const double posted = o.transport == "mpi" ? footprint.posted_pairs_per_worker * p * 8.0 * static_cast<double>(k) : 0.0;
