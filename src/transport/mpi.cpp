@@ -433,7 +433,8 @@ std::vector<std::byte> MpiTransport::take_staging(std::size_t bytes) {
   }
   // Sized once, zero-filled once: a reused buffer keeps its size, and only growth is filled. At
   // least one byte, so that a buffer in use is never empty (empty: handed back).
-  if (buffer.size() < std::max<std::size_t>(bytes, 1)) buffer.resize(std::max<std::size_t>(bytes, 1));
+  const std::size_t size = std::max<std::size_t>(bytes, 1);
+  if (buffer.size() < size) buffer.resize(size);
   return buffer;
 }
 

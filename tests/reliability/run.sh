@@ -462,8 +462,8 @@ estimate_run comm_oktopk bench comm --json --workers 4 --n 8000000 --iters 2 --a
 # Drawn selections: no gradients, so Ok-Topk's regions (n shared out among the 8, not n each) are
 # most of it.
 estimate_run comm_oktopk_drawn bench comm --json --selections drawn --workers 8 --n 16000000 --iters 2 --aggregator oktopk --density 0.01 --no-verify
-# auto holds every candidate it tries (no verification: replaying them all takes minutes).
 estimate_run comm_gtopk_rd_drawn bench comm --json --selections drawn --workers 8 --n 16000000 --iters 2 --aggregator gtopk-rd --density 0.01 --no-verify
+# auto holds every candidate it tries (no verification: replaying them all takes minutes).
 estimate_run comm_auto bench comm --json --workers 4 --n 8000000 --iters 10 --aggregator auto --network 10gbe --density 0.1 --no-verify
 estimate_run comm_randk_shared bench comm --json --workers 3 --n 8000000 --iters 2 --aggregator randk-shared --compressor randk --density 0.1
 estimate_run select bench select --json --n 8000000 --density 0.1 --repeat 1
