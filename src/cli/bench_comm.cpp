@@ -586,11 +586,7 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
     for (const collectives::AutoTrial& candidate :
          collectives::plausible_candidates(workers, o.n, k, wire::parse_index_coding(o.index_coding), estimate)) {
       const collectives::AggregatorDescriptor& d = collectives::find_aggregator(candidate.aggregator);
-      footprint.arrays += std::max(0.0, d.worker_memory.arrays - 2.0);
-      footprint.pairs += d.worker_memory.pairs;
-      footprint.pairs_per_worker += d.worker_memory.pairs_per_worker;
-      footprint.arrays_shared += d.worker_memory.arrays_shared;
-      footprint.posted_pairs_per_worker += d.worker_memory.posted_pairs_per_worker;
+      footprint.hold_beside(d.worker_memory);
       if (d.reference_memory.bytes(o.n, k, workers) > reference_footprint.bytes(o.n, k, workers)) {
         reference_footprint = d.reference_memory;
       }
@@ -600,8 +596,7 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
     footprint.arrays = std::max(0.0, footprint.arrays - 2.2);
     footprint.pairs += 1.0;
   }
-  const double posted = o.transport == "mpi" ? footprint.posted_pairs_per_worker * p * 8.0 * static_cast<double>(k) : 0.0;
-  const double worker = footprint.bytes(o.n, k, workers) + posted;
+  const double worker = footprint.bytes(o.n, k, workers, o.transport == "mpi");
   const double workers_phase = workers_here * worker + footprint.shared_bytes(o.n);
   const std::string workers_part = fmt::format("{} worker{} x ({}buffers)", workers_here, workers_here == 1 ? "" : "s",
                                                o.drawn() ? "drawn selection, " : "gradient, residual, ");

@@ -267,7 +267,7 @@ const AggregatorDescriptor& auto_descriptor() {
       // regions (shared out: arrays_shared), every candidate's pairs; after it settles, those it
       // did not choose are freed.
       .worker_memory = {.arrays = 4.7, .pairs = 40, .pairs_per_worker = 4, .arrays_shared = 2.5,
-                        .posted_pairs_per_worker = 1},
+                        .posted_receives = oktopk_descriptor().worker_memory.posted_receives},
       .reference_memory = {.arrays = 3, .pairs = 50, .pairs_per_worker = 25},
       .result_memory = {.arrays = 1, .pairs = 1, .pairs_per_worker = 1},
   };

@@ -1,7 +1,7 @@
 // Ok-Topk (Li and Hoefler, PPoPP 2022): the index space is cut into P regions, balanced by where
 // the workers' selections lie; every rank sends each other rank the entries of its selection in
-// that rank's region (P - 1 direct messages, all posted at once), and each region's owner sums
-// what it received, in rank order. The global top-k of the reduced regions is then selected
+// that rank's region (P - 1 direct messages, in waves of at most kSplitWave), and each region's
+// owner sums what it received, in rank order. The global top-k of the reduced regions is then selected
 // exactly without moving any value: a distributed radix select over the magnitudes' bits, one
 // allreduce of a histogram per digit (three digits, fewer when a bucket edge falls on the k-th
 // entry), and one allreduce of per-rank tie counts when equal magnitudes straddle the k-th. The
@@ -36,6 +36,17 @@ namespace sparsgd::collectives {
 namespace {
 
 constexpr std::uint64_t kRepartitionPeriod = 64;
+
+// The split's messages go in waves: in wave w a rank sends to the ranks at distances
+// [1 + w W, (w + 1) W] to its right and receives from the same distances to its left, and waits
+// for the whole wave before the next. Every wave is a set of permutations, so no rank receives
+// more than W messages at once (no incast on a switch), a rank posts at most W receives (MPI's
+// staging buffers), and a simulated network resolves the sharing of P W flows, not P (P - 1) (all
+// at once, SimGrid did not finish P = 1024 in 15 minutes). The price is one latency a wave. The
+// authors throttle at 4 (their allreducer.py); 8 keeps P <= 9 to one wave.
+constexpr int kSplitWave = 8;
+
+int split_waves(int p) { return p < 2 ? 0 : (p - 1 + kSplitWave - 1) / kSplitWave; }
 
 // A finite float's magnitude as bits (sign cleared) orders like the magnitude. The radix select
 // decides bits 30..21, then 20..10, then 9..0: histograms of 4, 8 and 4 KB.
@@ -125,32 +136,58 @@ class OkTopk final : public Aggregator {
     const auto n32 = static_cast<std::uint32_t>(local.dim);
     const auto k32 = static_cast<std::uint32_t>(k);
     const auto pu = static_cast<std::size_t>(p);
+    const std::uint32_t begin = bounds_[static_cast<std::size_t>(r)];
+    const std::uint32_t end = bounds_[static_cast<std::size_t>(r) + 1];
     received_.resize(pu);
     decoded_indices_.resize(pu);
     outgoing_.resize(pu);
-    requests_.clear();
+    parts_.assign(pu, SparseView{});
+    {
+      const auto [lo, hi] = slice_of(local.indices, begin, end);
+      parts_[static_cast<std::size_t>(r)] = {local.dim, std::span(local.indices).subspan(lo, hi - lo),
+                                             std::span(local.values).subspan(lo, hi - lo)};
+    }
     // A part holds distinct indices of this rank's region, so no more than its width: at large P
-    // that bounds the P - 1 receive buffers far below P - 1 selections (at P = 1024, n = 2.5M and
-    // k = 25,000: 20 MB instead of 200 MB a rank).
-    const std::size_t region_width = bounds_[static_cast<std::size_t>(r) + 1] - bounds_[static_cast<std::size_t>(r)];
-    const std::size_t part_bytes = wire::max_sparse_message_bytes(std::min(capacity, region_width), 0, coding_);
-    for (int i = 1; i < p; ++i) {
-      const int from = (r - i + p) % p;
-      requests_.push_back(t.post_recv(from, tags::kOktopkSplit, received_[static_cast<std::size_t>(from)], part_bytes));
+    // that bounds each receive buffer far below a selection (at P = 1024, n = 2.5M and k = 25,000:
+    // 20 KB instead of 200 KB).
+    const std::size_t part_bytes = wire::max_sparse_message_bytes(std::min<std::size_t>(capacity, end - begin), 0, coding_);
+    // Checks and decodes the parts of one wave while the next is on the wire.
+    auto decode_wave = [&](int first, int last) {
+      for (int i = first; i < last; ++i) {
+        const int from = (r - i + p) % p;
+        const auto fu = static_cast<std::size_t>(from);
+        const SparseView part = wire::decode_sparse_view(
+            received_[fu], expectation(*this, local, k, capacity, from, coding_), decoded_indices_[fu]);
+        if (part.size() > 0 && (part.indices.front() < begin || part.indices.back() >= end)) {
+          throw wire::WireError("oktopk: rank " + std::to_string(from) + " sent rank " + std::to_string(r) +
+                                " an entry outside its region [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                "): the ranks disagree on the region boundaries");
+        }
+        parts_[fu] = part;
+      }
+    };
+    int previous = 1;
+    for (int first = 1; first < p; first += kSplitWave) {
+      const int last = std::min(p, first + kSplitWave);
+      requests_.clear();
+      for (int i = first; i < last; ++i) {
+        const int from = (r - i + p) % p;
+        requests_.push_back(t.post_recv(from, tags::kOktopkSplit, received_[static_cast<std::size_t>(from)], part_bytes));
+      }
+      for (int i = first; i < last; ++i) {
+        const int to = (r + i) % p;
+        const auto tu = static_cast<std::size_t>(to);
+        const auto [lo, hi] = slice_of(local.indices, bounds_[tu], bounds_[tu + 1]);
+        wire::encode_sparse(wire_id(), n32, k32, std::span(local.indices).subspan(lo, hi - lo),
+                            std::span(local.values).subspan(lo, hi - lo), {}, outgoing_[tu], coding_);
+        requests_.push_back(t.post_send(to, tags::kOktopkSplit, outgoing_[tu]));
+      }
+      decode_wave(previous, first);
+      wait_all(requests_);
+      previous = first;
     }
-    // Each rank sends first to its right neighbour, then further on: no receiver is everyone's first.
-    for (int i = 1; i < p; ++i) {
-      const int to = (r + i) % p;
-      const auto tu = static_cast<std::size_t>(to);
-      const auto [lo, hi] = slice_of(local.indices, bounds_[tu], bounds_[tu + 1]);
-      wire::encode_sparse(wire_id(), n32, k32, std::span(local.indices).subspan(lo, hi - lo),
-                          std::span(local.values).subspan(lo, hi - lo), {}, outgoing_[tu], coding_);
-      requests_.push_back(t.post_send(to, tags::kOktopkSplit, outgoing_[tu]));
-    }
-    wait_all(requests_);
+    decode_wave(previous, p);
 
-    const std::uint32_t begin = bounds_[static_cast<std::size_t>(r)];
-    const std::uint32_t end = bounds_[static_cast<std::size_t>(r) + 1];
     const std::size_t width = end - begin;
     if (sums_.size() != width) {
       // Exactly the region, the old one freed first: the regions partition n, so the workers of a
@@ -162,22 +199,8 @@ class OkTopk final : public Aggregator {
       seen_.assign(width, 0);
     }
     touched_.clear();
-    for (int from = 0; from < p; ++from) {
-      SparseView part;
-      if (from == r) {
-        const auto [lo, hi] = slice_of(local.indices, begin, end);
-        part = {local.dim, std::span(local.indices).subspan(lo, hi - lo), std::span(local.values).subspan(lo, hi - lo)};
-      } else {
-        const auto fu = static_cast<std::size_t>(from);
-        part = wire::decode_sparse_view(received_[fu], expectation(*this, local, k, capacity, from, coding_),
-                                        decoded_indices_[fu]);
-        if (part.size() > 0 && (part.indices.front() < begin || part.indices.back() >= end)) {
-          throw wire::WireError("oktopk: rank " + std::to_string(from) + " sent rank " + std::to_string(r) +
-                                " an entry outside its region [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                "): the ranks disagree on the region boundaries");
-        }
-      }
-      // In rank order from 0.0f, as the reference sums.
+    // In rank order from 0.0f, as the reference sums.
+    for (const SparseView& part : parts_) {
       for (std::size_t e = 0; e < part.size(); ++e) {
         const std::size_t at = part.indices[e] - begin;
         if (!seen_[at]) {
@@ -342,6 +365,7 @@ class OkTopk final : public Aggregator {
   std::vector<std::uint32_t> bounds_;
   std::vector<std::vector<std::byte>> received_, outgoing_;
   std::vector<std::vector<std::uint32_t>> decoded_indices_;
+  std::vector<SparseView> parts_;  // each rank's part of this region, into received_ or the selection
   std::vector<transport::Request> requests_;
   std::vector<float> sums_;         // this rank's region, dense, zero between calls
   std::vector<std::uint8_t> seen_;  // which of sums_ this call touched
@@ -379,12 +403,13 @@ CommCost cost(const CostQuery& q) {
   CostQuery region = q;  // one region's part of a selection: k/P entries among n/P indices
   region.k = (q.k + static_cast<std::size_t>(p) - 1) / static_cast<std::size_t>(p);
   region.n = std::max<std::size_t>(q.n / static_cast<std::size_t>(p), region.k);
-  // The P - 1 parts are posted at once: they leave back to back and their latencies overlap, so
-  // the split costs one alpha on the critical path.
+  // The P - 1 parts go in waves: those of a wave leave back to back and their latencies overlap,
+  // so the split costs one alpha a wave on the critical path.
   const double split = region.sparse_message_bytes();
-  cost.messages += 1;
+  const int waves = split_waves(p);
+  cost.messages += waves;
   cost.bytes_per_worker += (pd - 1) * split;
-  cost.seconds += q.alpha_seconds + (pd - 1) * split * q.seconds_per_byte;
+  cost.seconds += waves * q.alpha_seconds + (pd - 1) * split * q.seconds_per_byte;
   const int count_messages = count_allreduce_critical_messages(p);
   for (const Digit& digit : kDigits) {
     const double bytes = 4.0 * static_cast<double>(std::size_t{1} << digit.bits);
@@ -508,8 +533,8 @@ const AggregatorDescriptor& oktopk_descriptor() {
       .traffic_of = traffic_of,
       // Gradient, residual, received parts; the regions' dense sums and touched flags (5 bytes an
       // index) partition n: 1.25 arrays in all, twice while ranks move to new boundaries.
-      // Over MPI its P - 1 posted receives hold up to k pairs each.
-      .worker_memory = {.arrays = 2.1, .pairs = 8, .arrays_shared = 2.5, .posted_pairs_per_worker = 1},
+      // Over MPI a wave's posted receives hold up to k pairs each.
+      .worker_memory = {.arrays = 2.1, .pairs = 8, .arrays_shared = 2.5, .posted_receives = kSplitWave},
       .reference_memory = {.pairs = 50, .pairs_per_worker = 25},
       .result_memory = {.pairs = 1},
   };

@@ -2,6 +2,8 @@
 
 #include "sparsgd/collectives/descriptor.hpp"
 
+#include <algorithm>
+
 #include "collectives/algorithms.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/index_codec.hpp"
@@ -43,8 +45,17 @@ double CostQuery::sparse_message_bytes(std::size_t mask_bits) const {
          index_codec::expected_encoded_bytes(k, static_cast<std::uint32_t>(n));
 }
 
-double Footprint::bytes(std::size_t n, std::size_t k, int workers) const {
-  return arrays * 4.0 * static_cast<double>(n) + (pairs + pairs_per_worker * workers) * 8.0 * static_cast<double>(k);
+double Footprint::bytes(std::size_t n, std::size_t k, int workers, bool posted_buffers) const {
+  const double posted = posted_buffers ? std::min(posted_receives, static_cast<double>(workers - 1)) : 0.0;
+  return arrays * 4.0 * static_cast<double>(n) + (pairs + pairs_per_worker * workers + posted) * 8.0 * static_cast<double>(k);
+}
+
+void Footprint::hold_beside(const Footprint& other) {
+  arrays += std::max(0.0, other.arrays - 2.0);
+  pairs += other.pairs;
+  pairs_per_worker += other.pairs_per_worker;
+  arrays_shared += other.arrays_shared;
+  posted_receives += other.posted_receives;
 }
 
 double Footprint::shared_bytes(std::size_t n) const { return arrays_shared * 4.0 * static_cast<double>(n); }

@@ -1,6 +1,6 @@
 // Ok-Topk's own cases beyond the conformance suite: magnitudes that tie at the k-th entry (the
-// radix select's tie round), unions smaller than k, the dense sum as a second reference, and the
-// region repartition that must never change a result.
+// radix select's tie round), unions smaller than k, the dense sum as a second reference, the
+// region repartition that must never change a result, and the split's waves.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include "sparsgd/collectives/reference.hpp"
 #include "sparsgd/core/random.hpp"
 #include "sparsgd/transport/local.hpp"
+#include "sparsgd/transport/wrapper.hpp"
 
 namespace sparsgd::collectives {
 namespace {
@@ -166,6 +167,85 @@ TEST(OkTopk, RepartitioningNeverChangesTheResult) {
     // Calls 0 and 64 cut the regions anew, which the traffic model of a first call describes.
     expect_matches_references(p, k, calls[c], run, c, c == 0 || c == 64, "call " + std::to_string(c));
   }
+}
+
+// A worker's view that counts the receives it has posted and not yet finished: the most at once.
+class CountsPostedReceives final : public transport::TransportWrapper {
+ public:
+  using TransportWrapper::TransportWrapper;
+  int in_flight = 0;
+  int most_in_flight = 0;
+  void barrier() override { inner_.barrier(); }
+
+ protected:
+  void do_send(int peer, int tag, std::span<const std::byte> data) override { inner_.send(peer, tag, data); }
+  std::size_t do_recv(int peer, int tag, std::vector<std::byte>& buffer, std::size_t max_bytes) override {
+    return inner_.recv(peer, tag, buffer, max_bytes);
+  }
+  std::size_t do_sendrecv(int send_peer, int send_tag, std::span<const std::byte> data, int recv_peer, int recv_tag,
+                          std::vector<std::byte>& buffer, std::size_t max_bytes,
+                          const transport::InFlightWork& while_in_flight) override {
+    return inner_.sendrecv(send_peer, send_tag, data, recv_peer, recv_tag, buffer, max_bytes, while_in_flight);
+  }
+  std::unique_ptr<transport::PendingOperation> do_post_recv(int peer, int tag, std::vector<std::byte>& buffer,
+                                                            std::size_t max_bytes) override {
+    most_in_flight = std::max(most_in_flight, ++in_flight);
+    return std::make_unique<Counted>(*this, inner_.post_recv(peer, tag, buffer, max_bytes));
+  }
+
+ private:
+  class Counted final : public transport::PendingOperation {
+   public:
+    Counted(CountsPostedReceives& owner, transport::Request request) : owner_(owner), request_(std::move(request)) {}
+    std::size_t wait() override {
+      const std::size_t bytes = request_.wait();
+      --owner_.in_flight;
+      return bytes;
+    }
+    void abandon() noexcept override { request_ = transport::Request(); }
+
+   private:
+    CountsPostedReceives& owner_;
+    transport::Request request_;
+  };
+};
+
+// The split goes in waves of 8 peers: no worker has more than 8 receives posted at once (which
+// bounds MPI's staging buffers and the flows a simulated network shares), however many workers,
+// and the closed form pays one latency a wave.
+TEST(OkTopk, TheSplitGoesInWavesOfEightPeers) {
+  for (int p : {2, 9, 10, 17, 18, 33}) {
+    const std::size_t n = 5000, k = 50;
+    const auto selections = tied_selections(p, n, k, {0.5f, 1.5f, 2.5f, 3.5f, 4.5f}, 3);
+    std::vector<int> most(static_cast<std::size_t>(p), 0);
+    std::vector<Aggregation> results(static_cast<std::size_t>(p));
+    transport::run_local_workers(p, [&](transport::Transport& t) {
+      CountsPostedReceives counting(t);
+      const auto aggregator = make_aggregator("oktopk");
+      const auto w = static_cast<std::size_t>(t.rank());
+      aggregator->aggregate(counting, selections[w], k, results[w]);
+      most[w] = counting.most_in_flight;
+      EXPECT_EQ(counting.in_flight, 0);
+    });
+    const ReferenceAggregation want = find_aggregator("oktopk").reference(selections, k);
+    for (int w = 0; w < p; ++w) {
+      EXPECT_EQ(results[static_cast<std::size_t>(w)].sum.indices, want.sum.indices) << "P=" << p;
+      EXPECT_EQ(most[static_cast<std::size_t>(w)], std::min(p - 1, 8)) << "P=" << p << " rank " << w;
+    }
+  }
+  // Latencies only: P = 9 and 10 share every other term (the same power of two below them), and
+  // 17 and 18 too; each second pair has one wave more.
+  auto latencies = [](int p) {
+    CostQuery q;
+    q.workers = p;
+    q.n = 100000;
+    q.k = 1000;
+    q.alpha_seconds = 1.0;
+    return find_aggregator("oktopk").cost(q);
+  };
+  EXPECT_EQ(latencies(10).messages, latencies(9).messages + 1);
+  EXPECT_EQ(latencies(10).seconds, latencies(9).seconds + 1);
+  EXPECT_EQ(latencies(18).messages, latencies(17).messages + 1);
 }
 
 }  // namespace

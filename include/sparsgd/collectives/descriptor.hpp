@@ -70,11 +70,16 @@ struct Footprint {
   // Arrays of n divided among the workers (Ok-Topk's regions partition the index space): this
   // many in all, however many workers a process holds. Not in bytes(), which is one worker's.
   double arrays_shared = 0.0;
-  // Receive buffers posted at the largest size a message may have, per worker of the job: held
-  // only by transports that post receives into buffers of their own (MPI's staging buffers).
-  double posted_pairs_per_worker = 0.0;
-  double bytes(std::size_t n, std::size_t k, int workers) const;
+  // Receives of up to k pairs each that one worker has posted at once (never more than the job's
+  // other workers): they hold buffers only on transports that post into buffers of their own (MPI's
+  // staging buffers).
+  double posted_receives = 0.0;
+  // One worker's buffers; with posted_buffers, those of its posted receives too.
+  double bytes(std::size_t n, std::size_t k, int workers, bool posted_buffers = false) const;
   double shared_bytes(std::size_t n) const;
+  // Adds the buffers of another aggregator that the same worker holds beside these (auto's
+  // candidates): the gradient and the residual, 2 arrays, are the worker's, counted once.
+  void hold_beside(const Footprint& other);
 };
 
 struct AggregatorDescriptor {
