@@ -208,13 +208,11 @@ ReferenceAggregation reference(const std::vector<SparseVector>& selections, std:
   const int p = static_cast<int>(sets.size());
   const int p2 = closed_form::power_of_two_floor(p);
   for (int r = 0; r + p2 < p; ++r) sets[r] = merge_topk(sets[r], sets[r + p2], k);
+  // Partners merge the same two sets (a + b == b + a in floating point, ties go by index), so after
+  // the round of distance d the ranks of each aligned group of 2d hold one set: its lowest rank's,
+  // the only one merged here. That makes the replay O(k P log P) entries instead of O(k P^2).
   for (int dist = 1; dist < p2; dist <<= 1) {
-    for (int r = 0; r < p2; ++r) {
-      if (r & dist) continue;
-      const reference_sets::Set merged = merge_topk(sets[r], sets[r ^ dist], k);
-      sets[r] = merged;
-      sets[r ^ dist] = merged;
-    }
+    for (int r = 0; r < p2; r += 2 * dist) sets[r] = merge_topk(sets[r], sets[r + dist], k);
   }
   return reference_sets::from_final_set(sets[0], selections);
 }
