@@ -40,10 +40,9 @@ constexpr std::uint64_t kRepartitionPeriod = 64;
 // The split's messages go in waves: in wave w a rank sends to the ranks at distances
 // [1 + w W, (w + 1) W] to its right and receives from the same distances to its left, and waits
 // for the whole wave before the next. Every wave is a set of permutations, so no rank receives
-// more than W messages at once (no incast on a switch), a rank posts at most W receives (MPI's
-// staging buffers), and a simulated network resolves the sharing of P W flows, not P (P - 1) (all
-// at once, SimGrid did not finish P = 1024 in 15 minutes). The price is one latency a wave. The
-// authors throttle at 4 (their allreducer.py); 8 keeps P <= 9 to one wave.
+// more than W messages at once (no incast on a switch) and a rank posts at most W receives (MPI's
+// staging buffers: W times its region's largest part, not P - 1 times). The price is one latency
+// a wave. The authors throttle at 4 (their allreducer.py); 8 keeps P <= 9 to one wave.
 constexpr int kSplitWave = 8;
 
 int split_waves(int p) { return p < 2 ? 0 : (p - 1 + kSplitWave - 1) / kSplitWave; }
