@@ -26,9 +26,9 @@ run_one() {
   local args=(bench comm --transport local --workers "$p" --n "$n" --density "$d" --aggregator "$agg"
               --network "$net" --json "$@")
   if [ "$agg" = auto ]; then args+=(--iters "$auto_iters"); else args+=(--iters "$iters"); fi
-  # The serial replay holds every worker and follows every entry through every round (O(k P^2)
-  # for gtopk-rd: over 10 minutes a run at P = 32, n = 25M, density 0.01): past 2M pairs in all
-  # (P k), correctness is the tests' job.
+  # The serial replay holds every worker and follows every entry through every round (gtopk-rd:
+  # over 10 minutes a run at P = 32, n = 25M, density 0.01, before its reference became
+  # O(k P log P); not measured since): past 2M pairs in all (P k), correctness is the tests' job.
   awk -v p="$p" -v n="$n" -v d="$d" 'BEGIN { exit !(p * int(n * d) > 2000000) }' && args+=(--no-verify)
   echo "P=$p n=$n d=$d $net $agg $*" >&2
   if "$sparsgd" "${args[@]}" >"$out.tmp" 2>"$out.err"; then

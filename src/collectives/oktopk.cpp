@@ -1,8 +1,8 @@
 // Ok-Topk (Li and Hoefler, PPoPP 2022): the index space is cut into P regions, balanced by where
 // the workers' selections lie; every rank sends each other rank the entries of its selection in
 // that rank's region (P - 1 direct messages, in waves of at most kSplitWave), and each region's
-// owner sums what it received, in rank order. The global top-k of the reduced regions is then selected
-// exactly without moving any value: a distributed radix select over the magnitudes' bits, one
+// owner sums what it received, in rank order. The global top-k of the reduced regions is then
+// selected exactly without moving any value: a distributed radix select over the magnitudes' bits, one
 // allreduce of a histogram per digit (three digits, fewer when a bucket edge falls on the k-th
 // entry), and one allreduce of per-rank tie counts when equal magnitudes straddle the k-th. The
 // selected entries are gathered by recursive doubling. A rank sends about 2k(P - 1)/P pairs where
@@ -140,12 +140,13 @@ class OkTopk final : public Aggregator {
     received_.resize(pu);
     decoded_indices_.resize(pu);
     outgoing_.resize(pu);
+    // This rank's selection in region j.
+    auto local_part = [&](std::size_t j) -> SparseView {
+      const auto [lo, hi] = slice_of(local.indices, bounds_[j], bounds_[j + 1]);
+      return {local.dim, std::span(local.indices).subspan(lo, hi - lo), std::span(local.values).subspan(lo, hi - lo)};
+    };
     parts_.assign(pu, SparseView{});
-    {
-      const auto [lo, hi] = slice_of(local.indices, begin, end);
-      parts_[static_cast<std::size_t>(r)] = {local.dim, std::span(local.indices).subspan(lo, hi - lo),
-                                             std::span(local.values).subspan(lo, hi - lo)};
-    }
+    parts_[static_cast<std::size_t>(r)] = local_part(static_cast<std::size_t>(r));
     // A part holds distinct indices of this rank's region, so no more than its width: at large P
     // that bounds each receive buffer far below a selection (at P = 1024, n = 2.5M and k = 25,000:
     // 20 KB instead of 200 KB).
@@ -176,9 +177,8 @@ class OkTopk final : public Aggregator {
       for (int i = first; i < last; ++i) {
         const int to = (r + i) % p;
         const auto tu = static_cast<std::size_t>(to);
-        const auto [lo, hi] = slice_of(local.indices, bounds_[tu], bounds_[tu + 1]);
-        wire::encode_sparse(wire_id(), n32, k32, std::span(local.indices).subspan(lo, hi - lo),
-                            std::span(local.values).subspan(lo, hi - lo), {}, outgoing_[tu], coding_);
+        const SparseView part = local_part(tu);
+        wire::encode_sparse(wire_id(), n32, k32, part.indices, part.values, {}, outgoing_[tu], coding_);
         requests_.push_back(t.post_send(to, tags::kOktopkSplit, outgoing_[tu]));
       }
       decode_wave(previous, first);

@@ -157,8 +157,9 @@ TEST(AggregatorDescriptors, DataDependentCostMatchesBalancedTraffic) {
         EXPECT_GE(cost.bytes_per_worker, 0.95 * static_cast<double>(busiest)) << where;
         EXPECT_LE(cost.bytes_per_worker, 1.05 * static_cast<double>(busiest) + last_digit) << where;
         // The cost counts latencies on the critical path: the messages of each of the split's
-        // waves overlap theirs (one alpha a wave). A first call also cuts the regions (an allreduce of
-        // log2 P + 1 messages at most), which the cost spreads over the 64 calls that reuse them.
+        // waves overlap theirs (one alpha a wave). A first call also cuts the regions (an
+        // allreduce of log2 P + 1 messages at most), which the cost spreads over the 64 calls that
+        // reuse them.
         EXPECT_LE(static_cast<double>(most_messages), cost.messages + (p - 2) + std::bit_width(static_cast<unsigned>(p)))
             << where;
         EXPECT_GE(cost.seconds, cost.messages * q.alpha_seconds) << where;

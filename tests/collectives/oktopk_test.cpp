@@ -211,8 +211,7 @@ class CountsPostedReceives final : public transport::TransportWrapper {
 };
 
 // The split goes in waves of 8 peers: no worker has more than 8 receives posted at once (which
-// bounds MPI's staging buffers and the flows a simulated network shares), however many workers,
-// and the closed form pays one latency a wave.
+// bounds MPI's staging buffers), however many workers, and the closed form pays one latency a wave.
 TEST(OkTopk, TheSplitGoesInWavesOfEightPeers) {
   for (int p : {2, 9, 10, 17, 18, 33}) {
     const std::size_t n = 5000, k = 50;

@@ -10,8 +10,9 @@
 // candidates whose closed form is within kTrialFactor of the cheapest are each run once untimed (a
 // warm-up: a first exchange allocates) and then AggregatorOptions::auto_trial_rounds times in turn
 // (every exchange is a real one, its result exact), timed on the transport's clock (the slowest
-// rank's time, which every rank learns by a max-reduction, so all settle alike), and the one with the fastest trial is used for that
-// (workers, n, k) from then on. One plausible candidate, or 0 rounds: the closed form's choice.
+// rank's time, which every rank learns by a max-reduction, so all settle alike), and the one with
+// the fastest trial is used for that (workers, n, k) from then on. One plausible candidate, or 0
+// rounds: the closed form's choice.
 
 #include <cstddef>
 #include <cstdint>
