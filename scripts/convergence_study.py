@@ -301,12 +301,15 @@ def tuning(cell, method):
     grid = cell.grid(method)
     low = high = 0
     while True:
-        tried = {}
+        tried, missing = {}, None
         for lr in grid_values(grid, low, high):
             status, summary, _ = load_record(run_name(cell.name, method, lr, 1))
             if status is None:
-                return tried, None, lr
+                missing = missing if missing is not None else lr
+                continue
             tried[lr] = cell.score(summary) if status == "ok" else None
+        if missing is not None:  # every tried rate counts in the listing, not only those below it
+            return tried, None, missing
         scored = {lr: acc for lr, acc in tried.items() if acc is not None and not math.isnan(acc)}
         if not scored:
             return tried, None, None

@@ -47,6 +47,13 @@ constexpr int kSplitWave = 8;
 
 int split_waves(int p) { return p < 2 ? 0 : (p - 1 + kSplitWave - 1) / kSplitWave; }
 
+// Wave w's distances [first, last): the one schedule that both the split and its cost follow.
+struct WaveDistances {
+  int first;
+  int last;
+};
+WaveDistances split_wave(int p, int w) { return {1 + w * kSplitWave, std::min(p, 1 + (w + 1) * kSplitWave)}; }
+
 // A finite float's magnitude as bits (sign cleared) orders like the magnitude. The radix select
 // decides bits 30..21, then 20..10, then 9..0: histograms of 4, 8 and 4 KB.
 struct Digit {
@@ -167,8 +174,8 @@ class OkTopk final : public Aggregator {
       }
     };
     int previous = 1;
-    for (int first = 1; first < p; first += kSplitWave) {
-      const int last = std::min(p, first + kSplitWave);
+    for (int w = 0; w < split_waves(p); ++w) {
+      const auto [first, last] = split_wave(p, w);
       requests_.clear();
       for (int i = first; i < last; ++i) {
         const int from = (r - i + p) % p;
