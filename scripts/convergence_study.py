@@ -169,7 +169,7 @@ LM_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "rtopk2-gtopk-rd", "rt
 P32_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "paper", "topk-gtopk-rd-mc", "rtopk2-gtopk-rd"]
 RESNET_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "topk-gtopk-rd-noef", "paper", "topk-gtopk-rd-mc",
                   "rtopk2-gtopk-rd", "rtopk2-allgather"]
-RESNET_P8_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "paper", "rtopk2-gtopk-rd"]
+RESNET_P8_METHODS = ["dense", "topk-gtopk-rd", "paper", "rtopk2-gtopk-rd", "topk-allgather"]
 STAGES = [
     Cell("cnn", 4, 0.01, 3, P4_FIRST),
     Cell("cnn", 8, 0.01, 3, P8_METHODS),
