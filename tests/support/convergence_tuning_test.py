@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Checks the learning-rate rule of scripts/convergence_study.py on fake run records: the rate with the
+best seed-1 validation accuracy wins (ties: the smaller), an edge that wins extends the grid by factors
+of 2 at most MAX_EXTENSIONS times, failed runs never win, and the listing counts every rate tried, not
+only those below the first one missing. Usage: convergence_tuning_test.py SOURCE_DIR"""
+
+import importlib.util
+import json
+import pathlib
+import sys
+import tempfile
+import unittest
+
+SOURCE = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
+spec = importlib.util.spec_from_file_location("convergence_study", SOURCE / "scripts" / "convergence_study.py")
+study = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(study)
+
+CELL = study.Cell("cnn", 4, 0.01, 3, ["topk-gtopk-rd"])
+METHOD = "topk-gtopk-rd"
+
+
+class Tuning(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.saved = study.RECORDS
+        study.RECORDS = pathlib.Path(self.dir.name)
+
+    def tearDown(self):
+        study.RECORDS = self.saved
+        self.dir.cleanup()
+
+    def record(self, lr, validation_accuracy=None):
+        """A finished seed-1 run at lr, or a FAILED one when validation_accuracy is None."""
+        d = study.record_dir(study.run_name(CELL.name, METHOD, lr, 1))
+        d.mkdir(parents=True)
+        if validation_accuracy is None:
+            (d / "FAILED").write_text("diverged\n")
+            return
+        (d / "summary.json").write_text(json.dumps({"final_validation_accuracy": validation_accuracy}))
+        (d / "epochs.csv").write_text("epoch,validation_accuracy\n0,%r\n" % validation_accuracy)
+
+    def test_nothing_run_asks_for_the_smallest_rate(self):
+        tried, best, next_lr = study.tuning(CELL, METHOD)
+        self.assertEqual((tried, best, next_lr), ({}, None, min(CELL.grid(METHOD))))
+
+    def test_an_inner_rate_wins_without_extension(self):
+        grid = CELL.grid(METHOD)
+        for lr, acc in zip(grid, (0.80, 0.90, 0.85)):
+            self.record(lr, acc)
+        tried, best, next_lr = study.tuning(CELL, METHOD)
+        self.assertEqual(best, grid[1])
+        self.assertIsNone(next_lr)
+        self.assertEqual(sorted(tried), sorted(grid))
+
+    def test_a_winning_low_edge_extends_down_and_every_tried_rate_is_listed(self):
+        grid = CELL.grid(METHOD)
+        for lr, acc in zip(grid, (0.90, 0.85, 0.80)):
+            self.record(lr, acc)
+        tried, best, next_lr = study.tuning(CELL, METHOD)
+        self.assertIsNone(best)
+        self.assertEqual(next_lr, grid[0] / 2)
+        self.assertEqual(sorted(tried), sorted(grid))  # all three, though the missing rate is below them
+
+    def test_extensions_stop_after_the_limit(self):
+        grid = CELL.grid(METHOD)
+        rates = [grid[0] / 2 ** i for i in range(study.MAX_EXTENSIONS, 0, -1)] + list(grid)
+        for i, lr in enumerate(rates):
+            self.record(lr, 0.90 - 0.01 * i)  # the smallest rate always best
+        tried, best, next_lr = study.tuning(CELL, METHOD)
+        self.assertEqual(best, rates[0])
+        self.assertIsNone(next_lr)
+
+    def test_ties_go_to_the_smaller_rate_and_failures_never_win(self):
+        grid = CELL.grid(METHOD)
+        self.record(grid[0], 0.88)
+        self.record(grid[1], 0.90)
+        self.record(grid[2], None)  # diverged: a winning-looking high edge must not extend the grid
+        tried, best, next_lr = study.tuning(CELL, METHOD)
+        self.assertEqual((best, next_lr), (grid[1], None))
+        self.assertIsNone(tried[grid[2]])
+        for path in study.RECORDS.iterdir():
+            for f in path.iterdir():
+                f.unlink()
+            path.rmdir()
+        self.record(grid[0], 0.85)
+        self.record(grid[1], 0.90)
+        self.record(grid[2], 0.90)
+        self.assertEqual(study.tuning(CELL, METHOD)[1], grid[1])
+
+    def test_every_rate_failing_chooses_none(self):
+        for lr in CELL.grid(METHOD):
+            self.record(lr, None)
+        self.assertEqual(study.tuning(CELL, METHOD)[1:], (None, None))
+
+
+if __name__ == "__main__":
+    unittest.main()
