@@ -576,6 +576,9 @@ def findings(results, gap):
                     "topk-gtopk-rd")]
     for cell_name, (means, times, cell) in results.items():
         out.append(f"### {cell_name}{' (test perplexity)' if cell.perplexity() else ''}\n")
+        if cell.tuned_in:
+            out.append(f"Every method at the learning rate tuned in {cell.tuned_in}, none tuned at this P: a method "
+                       f"that falls behind here may only need another rate.\n")
         for text, a, b, margin in claims:
             if a not in means and b not in means:
                 continue
