@@ -309,7 +309,8 @@ def tuning(cell, method):
         for lr in grid_values(grid, low, high):
             status, summary, _ = load_record(run_name(cell.name, method, lr, 1))
             if status is None:
-                missing = missing if missing is not None else lr
+                if missing is None:
+                    missing = lr
                 continue
             tried[lr] = cell.score(summary) if status == "ok" else None
         if missing is not None:  # every tried rate counts in the listing, not only those below it
