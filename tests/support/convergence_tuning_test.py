@@ -2,7 +2,8 @@
 """Checks the learning-rate rule of scripts/convergence_study.py on fake run records: the rate with the
 best seed-1 validation accuracy wins (ties: the smaller), an edge that wins extends the grid by factors
 of 2 at most MAX_EXTENSIONS times, failed runs never win, and the listing counts every rate tried, not
-only those below the first one missing. Usage: convergence_tuning_test.py SOURCE_DIR"""
+only those below the first one missing; in a cell that borrows another's rates, the methods named as
+tuned there tune on their own validation runs and the others take the source's rate. Usage: convergence_tuning_test.py SOURCE_DIR"""
 
 import importlib.util
 import json
@@ -20,7 +21,9 @@ CELL = study.Cell("cnn", 4, 0.01, 3, ["topk-gtopk-rd"])
 METHOD = "topk-gtopk-rd"
 
 
-class Tuning(unittest.TestCase):
+class Records(unittest.TestCase):
+    """Fake run records in a temporary folder."""
+
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.saved = study.RECORDS
@@ -30,9 +33,9 @@ class Tuning(unittest.TestCase):
         study.RECORDS = self.saved
         self.dir.cleanup()
 
-    def record(self, lr, validation_accuracy=None):
+    def record(self, lr, validation_accuracy=None, cell=CELL, method=METHOD):
         """A finished seed-1 run at lr, or a FAILED one when validation_accuracy is None."""
-        d = study.record_dir(study.run_name(CELL.name, METHOD, lr, 1))
+        d = study.record_dir(study.run_name(cell.name, method, lr, 1))
         d.mkdir(parents=True)
         if validation_accuracy is None:
             (d / "FAILED").write_text("diverged\n")
@@ -40,6 +43,8 @@ class Tuning(unittest.TestCase):
         (d / "summary.json").write_text(json.dumps({"final_validation_accuracy": validation_accuracy}))
         (d / "epochs.csv").write_text("epoch,validation_accuracy\n0,%r\n" % validation_accuracy)
 
+
+class Tuning(Records):
     def test_nothing_run_asks_for_the_smallest_rate(self):
         tried, best, next_lr = study.tuning(CELL, METHOD)
         self.assertEqual((tried, best, next_lr), ({}, None, min(CELL.grid(METHOD))))
@@ -91,6 +96,40 @@ class Tuning(unittest.TestCase):
         for lr in CELL.grid(METHOD):
             self.record(lr, None)
         self.assertEqual(study.tuning(CELL, METHOD)[1:], (None, None))
+
+
+class MixedCell(Records):
+    """A cell at P = 8 that takes the P = 4 cell's rates except for the one method it tunes itself."""
+
+    def setUp(self):
+        super().setUp()
+        self.saved_stages = study.STAGES
+        self.source = study.Cell("cnn", 4, 0.01, 3, ["dense", METHOD])
+        self.mixed = study.Cell("cnn", 8, 0.01, 3, ["dense", METHOD], tuned_in=self.source.name, tune_here=[METHOD])
+        study.STAGES = [self.source, self.mixed]
+
+    def tearDown(self):
+        study.STAGES = self.saved_stages
+        super().tearDown()
+
+    def test_the_tuned_method_uses_its_own_runs_and_the_other_the_source_rate(self):
+        grid = self.source.grid("dense")
+        for lr, acc in zip(grid, (0.80, 0.90, 0.85)):
+            self.record(lr, acc, self.source, "dense")
+            self.record(lr, acc, self.source, METHOD)
+        for lr, acc in zip(grid, (0.80, 0.85, 0.90)):  # the high edge wins here: one more rate
+            self.record(lr, acc, self.mixed, METHOD)
+        self.assertEqual(study.chosen_rate(self.mixed, "dense"), grid[1])
+        self.assertIsNone(study.chosen_rate(self.mixed, METHOD))  # 2 x the top rate not run yet
+        self.record(grid[-1] * 2, 0.88, self.mixed, METHOD)
+        self.assertEqual(study.chosen_rate(self.mixed, METHOD), grid[-1])
+        self.assertEqual(self.mixed.borrowed(), ["dense"])
+
+    def test_only_the_tuned_method_holds_out_the_validation_split(self):
+        def flags(method):
+            return study.expected_flags(study.run_name(self.mixed.name, method, 0.05, 2))
+        self.assertIn("--validation", flags(METHOD))
+        self.assertNotIn("--validation", flags("dense"))
 
 
 if __name__ == "__main__":
