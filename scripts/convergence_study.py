@@ -127,6 +127,10 @@ class Cell:
         """The methods that run at another cell's rates."""
         return [m for m in self.methods if self.rates_from(m)]
 
+    def tuned(self):
+        """The methods tuned in this cell."""
+        return [m for m in self.methods if not self.rates_from(m)]
+
     def grid(self, method):
         return self.task.grid if self.task else METHODS[method][1]
 
@@ -437,9 +441,8 @@ def cell_table(cell, lines, dense):
         lines.append(f"Learning rates as tuned in {cell.tuned_in} (no tuning at this P); all 60,000 training "
                      f"examples.\n")
     elif cell.tuned_in:
-        tuned = [m for m in cell.methods if not cell.rates_from(m)]
         lines.append(f"Tuned at this P (rates tried shown, training on all but the {VALIDATION:,} validation "
-                     f"examples): {', '.join(tuned)}. The others at the rates tuned in {cell.tuned_in}, on all "
+                     f"examples): {', '.join(cell.tuned())}. The others at the rates tuned in {cell.tuned_in}, on all "
                      f"60,000 training examples: {', '.join(cell.borrowed())}.\n")
     if cell.perplexity():
         lines.append("Test perplexity (lower is better); rates tuned on valid.txt's perplexity (shown). Adam, "
@@ -719,7 +722,7 @@ def rate_source(cell):
         return ""
     if len(cell.borrowed()) == len(cell.methods):
         return f", rates from {cell.tuned_in}"
-    return f", {', '.join(m for m in cell.methods if not cell.rates_from(m))} tuned here, the others' rates from {cell.tuned_in}"
+    return f", {', '.join(cell.tuned())} tuned here, the others' rates from {cell.tuned_in}"
 
 
 def list_progress():

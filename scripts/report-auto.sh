@@ -51,11 +51,12 @@ run_one() {
   fi
   rm -f "$out.tmp" "$out.err"
 }
-# out_of_contention POINT SUFFIX AGGREGATOR: true when the aggregator's first-round run at POINT (the
-# name under $runs/1) took more than 2x that round's best fixed run there (the same steady median as
-# the report's), or did not run there.
+# out_of_contention ROUND POINT SUFFIX AGGREGATOR: true, after the first round, for a fixed aggregator
+# other than gtopk-rd whose first-round run at POINT (the name under $runs/1) took more than 2x that
+# round's best fixed run there (the same steady median as the report's), or did not run there.
 out_of_contention() {
-  /usr/bin/python3 - "$runs/1" "$1" "$2" "$3" "$iters" <<'PY'
+  (($1 > 1)) && [ "$4" != auto ] && [ "$4" != gtopk-rd ] || return 1
+  /usr/bin/python3 - "$runs/1" "$2" "$3" "$4" "$iters" <<'PY'
 import json, pathlib, statistics, sys
 folder, point, suffix, agg, iters = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 def steady(name):
@@ -65,6 +66,17 @@ times = {a: steady(a) for a in ("gtopk-rd", "oktopk", "allgather", "dense")}
 known = [t for t in times.values() if t is not None]
 sys.exit(0 if times[agg] is None or not known or times[agg] > 2 * min(known) else 1)
 PY
+}
+# skip_or_run ROUND P N DENSITY NETWORK AGGREGATOR OUT SUFFIX [options]: run_one, unless the aggregator
+# is out of contention; then OUT.skipped says so, for the report.
+skip_or_run() {
+  local round=$1 p=$2 n=$3 d=$4 net=$5 agg=$6 out=$7 suffix=$8
+  shift 8
+  if out_of_contention "$round" "$p-$n-$d-$net" "$suffix" "$agg"; then
+    echo "over 2x the best fixed run of round 1" >"$out.skipped"
+  else
+    run_one "$p" "$n" "$d" "$net" "$agg" "$out" "$@"
+  fi
 }
 for ((round = 1; round <= rounds; round++)); do
   $report_only && break
@@ -80,14 +92,11 @@ for ((round = 1; round <= rounds; round++)); do
           run_one "$p" "$n" "$d" "$net" gtopk-rd "$point-gtopk-rd" --compressor topk
           if [ -s "$point-gtopk-rd.refused" ]; then
             for agg in gtopk-rd oktopk allgather dense auto; do
-              [ "$agg" != auto ] && [ "$agg" != gtopk-rd ] && ((round > 1)) &&
-                out_of_contention "$p-$n-$d-$net" .drawn "$agg" && continue
-              run_one "$p" "$n" "$d" "$net" "$agg" "$point-$agg.drawn" --selections drawn
+              skip_or_run "$round" "$p" "$n" "$d" "$net" "$agg" "$point-$agg.drawn" .drawn --selections drawn
             done
           else
             for agg in oktopk allgather dense auto; do
-              [ "$agg" != auto ] && ((round > 1)) && out_of_contention "$p-$n-$d-$net" "" "$agg" && continue
-              run_one "$p" "$n" "$d" "$net" "$agg" "$point-$agg" --compressor topk
+              skip_or_run "$round" "$p" "$n" "$d" "$net" "$agg" "$point-$agg" "" --compressor topk
             done
           fi
         done
@@ -120,15 +129,6 @@ def steady_ms(run):
         raise SystemExit(f"a run has {len(per)} iterations, {first} of them before the counted ones: "
                          f"fewer than the {iters - 1} to count (was it made with other ITERS?)")
     return statistics.median(counted)
-
-def out_of_contention(point, suffix, agg):
-    # The script's rule: after round 1, a fixed aggregator over 2x round 1's best fixed run is not rerun.
-    def steady(name):
-        f = runs / "1" / f"{point}-{name}{suffix}.json"
-        return statistics.median(json.loads(f.read_text())["sim_comm_ms_per_iteration"][1:iters]) if f.exists() else None
-    times = {a: steady(a) for a in fixed}
-    known = [t for t in times.values() if t is not None]
-    return agg != "gtopk-rd" and (times[agg] is None or not known or times[agg] > 2 * min(known))
 
 def fmt_range(values):
     return f"{min(values):.2f}-{max(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
@@ -178,7 +178,7 @@ for p in [4, 32, 256]:
                 suffix = ".drawn" if drawn else ""
                 per_round = {agg: {} for agg in fixed + ["auto"]}  # agg -> round -> ms
                 autos = {}
-                refused = {agg: False for agg in fixed + ["auto"]}
+                refusals = {}  # agg -> a refusal's message file
                 for r in range(1, rounds + 1):
                     for agg in fixed + ["auto"]:
                         f = runs / str(r) / f"{point}-{agg}{suffix}.json"
@@ -188,15 +188,15 @@ for p in [4, 32, 256]:
                             if agg == "auto":
                                 autos[r] = run["auto"]
                         elif (runs / str(r) / f"{point}-{agg}{suffix}.refused").exists():
-                            refused[agg] = True
-                        elif r == 1 or agg == "auto" or not out_of_contention(point, suffix, agg):
+                            refusals[agg] = runs / str(r) / f"{point}-{agg}{suffix}.refused"
+                        elif not (runs / str(r) / f"{point}-{agg}{suffix}.skipped").exists():
                             missing += 1
                 cells, cell_ms = [], {}
                 for agg in fixed:
                     if per_round[agg]:
                         cell_ms[agg] = statistics.median(per_round[agg].values())
                         cells.append(f"{cell_ms[agg]:.2f}")
-                    elif refused[agg]:
+                    elif agg in refusals:
                         cell_ms[agg] = model_ms(p, n, d, net, agg)
                         cells.append(f"model: {cell_ms[agg]:.2f}")
                     else:
@@ -226,12 +226,9 @@ for p in [4, 32, 256]:
                     auto_cells = [counts, f"{auto_ms:.2f}", fmt_range(list(per_round["auto"].values())), mark(ratio),
                                   fmt_range(ratios) if ratios else "-", mark(max(choices)) if choices else "-"]
                 else:
-                    why = None
-                    for r in range(1, rounds + 1):
-                        f = runs / str(r) / f"{point}-auto{suffix}.refused"
-                        if f.exists():
-                            why = re.search(r"needs about ([0-9.]+ GiB)", f.read_text())
-                    auto_cells = [("not run here" + (f" (needs {why.group(1)})" if why else "")) if refused["auto"]
+                    refusal = refusals.get("auto")
+                    why = re.search(r"needs about ([0-9.]+ GiB)", refusal.read_text()) if refusal else None
+                    auto_cells = [("not run here" + (f" (needs {why.group(1)})" if why else "")) if refusal
                                   else "not run yet"] + ["-"] * 5
                 best_cell = f"{best:.2f} ({best_name})" if best_name else "-"
                 lines.append(f"| {p} | {n:,} | {d} | {net} | {'drawn' if drawn else 'top-k'} | " + " | ".join(cells)
