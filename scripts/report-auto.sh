@@ -10,12 +10,16 @@
 # every fixed aggregator and auto at a point one after the other; a cell is the median over the
 # rounds, and auto's ratio to the best fixed aggregator is also given per round (same round, minutes
 # apart at most). Fixed aggregators run ITERS iterations and count the last ITERS - 1 (the first
-# allocates); auto runs ITERS + 12 (its trials take at most 12) and counts the ITERS - 1 after its trials.
+# allocates); auto runs ITERS + 16 (its trials take at most 16: 4 candidates, 2 warm-up and 2 timed
+# rounds) and counts the ITERS - 1 after its trials.
 # After the first round, a fixed aggregator more than 2x the best fixed run of its point in that round is
 # not run again (repeats cannot make it the best; dense at n = 25M costs minutes a run): its cell is
 # its first round's figure. gtopk-rd always runs (it also tells whether a point fits in memory).
 # A run that bench comm refuses for lack of memory (it says how much it needs) is reported with the
-# closed form instead. Results are kept in runs/auto/ROUND/ and a finished one is not run again.
+# closed form instead. Each run's result (bench comm's JSON, about 1 KB, or why it did not run) is
+# kept in docs/results/comm/auto/ROUND/, committed, and a finished one is not run again, so that the
+# sweep (2-3 hours) continues in a later session or on a fresh machine; each also records the CPU it
+# ran on, and the report names every one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report_only=false
@@ -26,7 +30,9 @@ iters=${2:-11}
 [[ "$iters" =~ ^[1-9][0-9]*$ ]] && ((iters >= 2)) || { echo "$0: ITERS must be an integer of at least 2, not '$iters'" >&2; exit 2; }
 sparsgd=${SPARSGD:-build/sparsgd}
 [ -x "$sparsgd" ] || { bash scripts/setup.sh; sparsgd=build/sparsgd; }
-runs=runs/auto
+runs=docs/results/comm/auto
+scratch=runs/auto-scratch  # a run's output until it is finished
+mkdir -p "$scratch"
 # run_one P N DENSITY NETWORK AGGREGATOR OUT [extra bench comm options]: one cached run; a run that
 # bench comm refuses for memory leaves OUT.refused (its message says how much it needs).
 run_one() {
@@ -35,21 +41,24 @@ run_one() {
   [ -s "$out.json" ] || [ -s "$out.refused" ] && return 0
   local args=(bench comm --transport local --workers "$p" --n "$n" --density "$d" --aggregator "$agg"
               --network "$net" --json "$@")
-  if [ "$agg" = auto ]; then args+=(--iters $((iters + 12))); else args+=(--iters "$iters"); fi
+  if [ "$agg" = auto ]; then args+=(--iters $((iters + 16))); else args+=(--iters "$iters"); fi
   # The serial replay holds every worker and follows every entry through every round (gtopk-rd:
   # over 10 minutes a run at P = 32, n = 25M, density 0.01, before its reference became
   # O(k P log P); not measured since): past 2M pairs in all (P k), correctness is the tests' job.
   awk -v p="$p" -v n="$n" -v d="$d" 'BEGIN { exit !(p * int(n * d) > 2000000) }' && args+=(--no-verify)
   echo "$(date +%H:%M:%S) P=$p n=$n d=$d $net $agg $* -> $out" >&2
-  if "$sparsgd" "${args[@]}" >"$out.tmp" 2>"$out.err"; then
-    mv "$out.tmp" "$out.json"
-  elif grep -q "needs about" "$out.err"; then
-    mv "$out.err" "$out.refused"
+  local tmp
+  tmp=$scratch/$(basename "$out")
+  if "$sparsgd" "${args[@]}" >"$tmp.tmp" 2>"$tmp.err"; then
+    sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 >"$out.machine"
+    mv "$tmp.tmp" "$out.json"
+  elif grep -q "needs about" "$tmp.err"; then
+    mv "$tmp.err" "$out.refused"
   else
-    cat "$out.err" >&2
+    cat "$tmp.err" >&2
     exit 1
   fi
-  rm -f "$out.tmp" "$out.err"
+  rm -f "$tmp.tmp" "$tmp.err"
 }
 # out_of_contention ROUND POINT SUFFIX AGGREGATOR: true, after the first round, for a fixed aggregator
 # other than gtopk-rd whose first-round run at POINT (the name under $runs/1) took more than 2x that
@@ -107,8 +116,16 @@ done
 /usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" <<'PY'
 import json, pathlib, re, statistics, subprocess, sys
 runs, rounds, iters, sparsgd = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+here = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+cpu = " and ".join(sorted({f.read_text().strip() for f in runs.glob("*/*.machine")}) or [here])
 fixed = ["gtopk-rd", "oktopk", "allgather", "dense"]
+# How the auto runs on record were made (a table made by an earlier version says what that one did).
+auto_runs = [json.loads(f.read_text()) for f in sorted(runs.glob("*/*-auto*.json"))]
+tried = [r for r in auto_runs if r.get("auto") and len(r["auto"]["trials"]) > 1 and r["auto"]["settled"]]
+auto_iters = sorted({r["iters"] for r in auto_runs}) or [iters + 16]
+warmups = sorted({(r["auto"]["trial_exchanges"] - r["auto"]["timed_exchanges"]) // len(r["auto"]["trials"]) for r in tried})
+timed = sorted({r["auto"]["timed_exchanges"] // len(r["auto"]["trials"]) for r in tried})
+said = lambda values: " or ".join(str(v) for v in values) if values else "?"
 
 def model_ms(p, n, d, net, agg):
     # The closed form (sparsgd simulate, which charges the same descriptors' costs as bench comm).
@@ -144,9 +161,9 @@ lines = ["<!-- auto sweep begin: generated by scripts/report-auto.sh -->",
          "fixed aggregator over 2x the best fixed run of its point in that round is not run again: its cell is its",
          "first round's figure). Fixed aggregators:",
          f"{iters} iterations, the median over the last {iters - 1} (a first exchange allocates and first touches its",
-         f"buffers: 2-4x the steady time at n = 25M). auto: {iters + 12} iterations, the median over the {iters - 1} after its",
+         f"buffers: 2-4x the steady time at n = 25M). auto: {said(auto_iters)} iterations, the median over the {iters - 1} after its",
          "trials: its closed forms propose the cheapest candidate, the candidates within 3x of it are each run",
-         "once untimed (a warm-up) and then timed twice (the trial exchanges, real exchanges whose results are",
+         f"{said(warmups)} times untimed (warm-ups) and then timed {said(timed)} times (the trial exchanges, real exchanges whose results are",
          "exact), and it keeps the fastest (within 3%: the cheaper closed form). `selections`: `top-k`, each",
          "worker's top-k of its synthetic gradient with error feedback (the trainer's exchange); `drawn`, where",
          "the gradients do not fit (P = 256 workers of n = 25M floats, a gradient and a residual each: 51 GB),",

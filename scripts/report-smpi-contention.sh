@@ -12,10 +12,13 @@
 #
 # k = 25,000 of n = 2.5M (density 0.01) at every P, drawn anew each iteration: the sparse
 # aggregators' traffic depends on k and P; n only bounds Ok-Topk's regions. All P ranks are one
-# process here, so allgather (every rank holds all P k pairs) stops at P = 64. Finished points are
-# kept in runs/smpi-contention/ and not run again; a point that runs past TIME LIMIT seconds of real
-# time is recorded as such. About an hour on 2 cores. AGGREGATORS="gtopk-rd oktopk" (say) runs only
-# those; the report still shows every point found in runs/smpi-contention/.
+# process here, so allgather (every rank holds all P k pairs) stops at P = 64. A finished point's
+# result (bench comm's JSON, under 2 KB, or why it failed) is kept in docs/results/scaling/
+# smpi-contention/, committed, and not run again, so that the sweep continues in later sessions or
+# on a fresh machine; SMPI's logs and platforms stay in runs/smpi-contention/. A point that runs past
+# TIME LIMIT seconds of real time is recorded as such. About an hour on 2 cores without Ok-Topk at
+# P = 1024 (hours). AGGREGATORS="gtopk-rd oktopk" (say) runs only those; the report shows every point
+# on record.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report_only=false
@@ -27,9 +30,10 @@ aggregators=${AGGREGATORS:-"gtopk-rd oktopk allgather"}
 for agg in $aggregators; do
   case $agg in gtopk-rd | oktopk | allgather) ;; *) echo "$0: unknown aggregator '$agg' in AGGREGATORS" >&2; exit 2 ;; esac
 done
-runs=runs/smpi-contention
-mkdir -p "$runs/platforms"
-export SMPI_PLATFORM_DIR=$runs/platforms
+runs=docs/results/scaling/smpi-contention
+logs=runs/smpi-contention
+mkdir -p "$runs" "$logs/platforms"
+export SMPI_PLATFORM_DIR=$logs/platforms
 
 if ! $report_only; then
   command -v smpicxx >/dev/null || {
@@ -49,6 +53,8 @@ density=0.01
 run_point() {
   local out=$1 p=$2 agg=$3 topology=$4 compute=$5
   [ -s "$out.json" ] || [ -s "$out.failed" ] && return 0
+  local log
+  log=$logs/$(basename "$out")
   local verify=()
   # The serial references follow every rank (gtopk-rd: O(k P log P) entries, all P selections held):
   # checked up to P = 64 here; the tests check every aggregator at every size they reach.
@@ -59,17 +65,19 @@ run_point() {
   local status=0
   timeout "$limit" scripts/smpi-run.sh "${flags[@]}" "$p" paper-1gbe ./build-smpi/sparsgd bench comm --transport mpi \
     --selections drawn --n "$n" --density "$density" --aggregator "$agg" --model-network paper-1gbe \
-    --iters "$iters" "${verify[@]}" --json >"$out.out" 2>"$out.log" || status=$?
+    --iters "$iters" "${verify[@]}" --json >"$log.out" 2>"$log.log" || status=$?
   if ((status != 0)); then
-    local reason="exit status $status: $(tail -c 200 "$out.log" | tr '\n' ' ')"
+    local reason="exit status $status: $(tail -c 200 "$log.log" | tr '\n' ' ')"
     ((status == 124)) && reason="did not finish within $limit s of real time"
-    if ((status == 137)) || grep -q Killed "$out.log"; then reason="killed for lack of memory"; fi
+    if ((status == 137)) || grep -q Killed "$log.log"; then reason="killed for lack of memory"; fi
     echo "$reason" >"$out.failed"
     echo "SMPI P=$p $agg $topology: $reason" >&2
     return 0
   fi
-  grep '^{' "$out.out" >"$out.tmp"
-  mv "$out.tmp" "$out.json"
+  grep '^{' "$log.out" >"$log.tmp"
+  # The compute charged is this machine's CPU time: the report says which machines the points ran on.
+  sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 >"$out.machine"
+  mv "$log.tmp" "$out.json"
 }
 
 if ! $report_only; then
@@ -92,7 +100,10 @@ mkdir -p docs/results/scaling
 /usr/bin/python3 - "$runs" "$iters" "$hosts" "$limit" >docs/results/scaling/smpi-contention.md <<'PY'
 import json, pathlib, sys
 runs, iters, hosts, limit = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(), sys.argv[4]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+here = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+# Points made before the machine was recorded (session 20 and earlier) ran on the machine named then.
+machines = sorted({f.read_text().strip() for f in runs.glob("*.machine")}) or [here]
+cpu = " and ".join(machines)
 
 def cell(p, agg, topology, compute):
     base = runs / f"{p}-{agg}-{topology}-{compute}"

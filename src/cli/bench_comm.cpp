@@ -898,7 +898,7 @@ void register_bench_comm(CLI::App& bench) {
                   "about 13 bits an index at density 0.001); allgather, gtopk, gtopk-rd and oktopk")
       ->capture_default_str();
   cmd->add_option("--auto-trials", opt->auto_trials,
-                  "auto: runs each candidate within 3x of the closed forms' cheapest once untimed, then times it this "
+                  "auto: runs each candidate within 3x of the closed forms' cheapest twice untimed, then times it this "
                   "many times and keeps the fastest; 0: the closed forms' choice")
       ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
       ->capture_default_str();

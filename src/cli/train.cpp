@@ -167,7 +167,7 @@ void register_train(CLI::App& app) {
                     "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
   cmd->add_option("--aggregator", c->aggregator, aggregator_help())->capture_default_str();
   cmd->add_option("--auto-trials", c->auto_trials,
-                  "auto: runs each candidate within 3x of the closed forms' cheapest once untimed, then times it this "
+                  "auto: runs each candidate within 3x of the closed forms' cheapest twice untimed, then times it this "
                   "many times and keeps the fastest; 0: the closed forms' choice (reproducible)")
       ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
       ->capture_default_str();

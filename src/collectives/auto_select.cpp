@@ -49,10 +49,9 @@ class AutoAggregator final : public Aggregator {
     out.method = choice;
     decision_.last_choice = choice;
     if (trial != nullptr) {
-      // Round 0 warms each candidate up untimed: its first exchange allocates and first touches its
-      // buffers, which at n = 25M costs it 2-4x its steady time (bench comm's first iterations), and
-      // would otherwise count against whichever candidate the model proposed.
-      if (s.round > 0) {
+      // The first kAutoWarmupRounds rounds warm each candidate up untimed (auto_select.hpp): its
+      // warm-up would otherwise count against it.
+      if (s.round >= kAutoWarmupRounds) {
         // From the last rank starting to the last one finishing, which every rank learns, so every
         // rank settles on the same candidate. (A rank that started early and waited for the others
         // would otherwise count the others' compression. Across machines whose clocks differ by an
@@ -67,7 +66,7 @@ class AutoAggregator final : public Aggregator {
       ++decision_.trial_exchanges;
       if (++s.next == s.trials.size()) {
         s.next = 0;
-        if (++s.round == options_.auto_trial_rounds + 1) {
+        if (++s.round == kAutoWarmupRounds + options_.auto_trial_rounds) {
           s.settled = fastest(s.trials);
           release_unsettled();
         }

@@ -125,7 +125,7 @@ TEST(AutoSelect, AnExchangeMeasuresChoosesAndRecords) {
 // byte) but runs on a latency-bound one (10 ms a message, bandwidth without limit). At P = 7 and
 // k = 1001 the closed forms on the wrong network rank gtopk-rd first, then allgather and Ok-Topk
 // (within 3x); on the real one allgather's 3 Bruck rounds beat gtopk-rd's 4 hops (rank 0's last
-// partner, rank 2, waits for a fold too). The trials run each once untimed (a warm-up) and twice
+// partner, rank 2, waits for a fold too). The trials run each twice untimed (warm-ups) and twice
 // timed, in the model's order, and settle on allgather; each exchange's sum, the trials' too, is the
 // reference's for the aggregator that formed it.
 TEST(AutoSelect, TimedTrialsOverturnAWrongModel) {
@@ -137,7 +137,8 @@ TEST(AutoSelect, TimedTrialsOverturnAWrongModel) {
   config.density = 0.05;
   config.network = {0.0, 1e-8, true, false};
   config.auto_trial_rounds = 2;
-  const int iterations = 11;
+  static_assert(kAutoWarmupRounds == 2, "the expected schedule below assumes two warm-up rounds");
+  const int iterations = 14;
   std::vector<std::vector<std::string>> methods(p);
   std::vector<Aggregation> results;  // rank 0's
   std::vector<AutoDecision> decisions(p);
@@ -159,13 +160,14 @@ TEST(AutoSelect, TimedTrialsOverturnAWrongModel) {
     }
     decisions[static_cast<std::size_t>(t.rank())] = *auto_decision(exchange.aggregator());
   });
-  const std::vector<std::string> expected = {"gtopk-rd", "allgather", "oktopk", "gtopk-rd",  "allgather", "oktopk",
-                                             "gtopk-rd", "allgather", "oktopk", "allgather", "allgather"};
+  const std::vector<std::string> expected = {"gtopk-rd", "allgather", "oktopk", "gtopk-rd", "allgather",
+                                             "oktopk",   "gtopk-rd",  "allgather", "oktopk", "gtopk-rd",
+                                             "allgather", "oktopk",  "allgather", "allgather"};
   for (int r = 0; r < p; ++r) EXPECT_EQ(methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
   for (const AutoDecision& d : decisions) {
     EXPECT_EQ(d.model_choice, "gtopk-rd");
     EXPECT_EQ(d.settled, "allgather");
-    EXPECT_EQ(d.trial_exchanges, 9u);
+    EXPECT_EQ(d.trial_exchanges, 12u);
     EXPECT_EQ(d.timed_exchanges, 6u);
     ASSERT_EQ(d.trials.size(), 3u);
     // Every rank holds the same measurements (the slowest rank's), bit for bit.
@@ -231,15 +233,16 @@ TEST(AutoSelect, ZeroRoundsIsTheClosedFormsChoiceAndANewDensityIsTriedAnew) {
     EXPECT_EQ(counters[static_cast<std::size_t>(r)].messages_sent,
               counters[static_cast<std::size_t>(p + r)].messages_sent);
   }
-  // With trials: a density change is a new (n, k), tried from the start (a warm-up round, then one
-  // timed); the first settles first.
+  // With trials: a density change is a new (n, k), tried from the start (the warm-up rounds, then
+  // one timed); the first settles first.
   config.auto_trial_rounds = 1;
   transport::run_local_workers(p, [&](transport::Transport& t) {
     GradientExchange exchange(t, n, config);
     std::vector<float> gradient(n);
     const std::size_t first = plausible_candidates(p, n, exchange.k(), wire::IndexCoding::raw, config.network).size();
     std::uint64_t it = 0;
-    for (; it < 2 * first; ++it) {
+    const std::size_t rounds = kAutoWarmupRounds + 1;
+    for (; it < rounds * first; ++it) {
       fill_gradient(gradient, 9, t.rank(), it);
       exchange.exchange(gradient, it);
     }
@@ -250,7 +253,7 @@ TEST(AutoSelect, ZeroRoundsIsTheClosedFormsChoiceAndANewDensityIsTriedAnew) {
     const AutoDecision* d = auto_decision(exchange.aggregator());
     const std::size_t second = plausible_candidates(p, n, exchange.k(), wire::IndexCoding::raw, config.network).size();
     EXPECT_EQ(d->settled.empty(), second > 1);
-    EXPECT_EQ(d->trial_exchanges, 2 * first + (second > 1 ? 1 : 0));
+    EXPECT_EQ(d->trial_exchanges, rounds * first + (second > 1 ? 1 : 0));
     EXPECT_EQ(d->timed_exchanges, first);
   });
 }

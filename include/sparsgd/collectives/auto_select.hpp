@@ -7,8 +7,8 @@
 // The closed forms count latencies and bytes only; an aggregation also spends CPU time (merges,
 // selections, index coding, Ok-Topk's histograms), which on a fast network or at a small k can
 // decide the order. So the model proposes and the clock decides: for each new (workers, n, k), the
-// candidates whose closed form is within kTrialFactor of the cheapest are each run once untimed (a
-// warm-up: a first exchange allocates) and then AggregatorOptions::auto_trial_rounds times in turn
+// candidates whose closed form is within kTrialFactor of the cheapest are each run kAutoWarmupRounds
+// times untimed (warm-ups) and then AggregatorOptions::auto_trial_rounds times in turn
 // (every exchange is a real one, its result exact), timed on the transport's clock (the slowest
 // rank's time, which every rank learns by a max-reduction, so all settle alike), and the one with
 // the fastest trial is used for that (workers, n, k) from then on. One plausible candidate, or 0
@@ -45,6 +45,14 @@ inline constexpr double kTrialFactor = 3.0;
 // Trials closer than this (relative) are a tie, which the cheaper closed form wins: the CPU time in a
 // trial varies by a few percent from run to run, and a tie settled by that noise is a coin toss.
 inline constexpr double kTrialTieTolerance = 0.03;
+
+// Untimed rounds before the timed ones. A first exchange allocates and first touches its buffers
+// (2-4x its steady time at n = 25M), and one is not enough: at P = 256 threads, n = 25M, density
+// 0.01, Ok-Topk's process still took 160,000 and 74,000 new pages in its exchanges 2 and 3 (the
+// allocator's arenas growing to the working set of buffers that circulate between ranks), none from
+// its 5th on, and those exchanges took 26-34 ms against 21 steady: timing them let a slower
+// candidate win (session 20's sweep).
+inline constexpr int kAutoWarmupRounds = 2;
 
 // The candidates worth timing for (workers, n, k) on `network`, cheapest closed form first.
 struct AutoTrial {
