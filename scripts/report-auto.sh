@@ -17,9 +17,10 @@
 # its first round's figure. gtopk-rd always runs (it also tells whether a point fits in memory).
 # A run that bench comm refuses for lack of memory (it says how much it needs) is reported with the
 # closed form instead. Each run's result (bench comm's JSON, about 1 KB, or why it did not run) is
-# kept in docs/results/comm/auto/ROUND/, committed, and a finished one is not run again, so that the
-# sweep (2-3 hours) continues in a later session or on a fresh machine; each also records the CPU it
-# ran on, and the report names every one.
+# kept in docs/results/comm/auto/ROUND/, committed, so that the sweep (2-3 hours) continues in a
+# later session or on a fresh machine: a point's runs land there together once the point is done (a
+# point stopped half-way runs again whole), a finished point is not run again, and each run records
+# the CPU it ran on (the report names every one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report_only=false
@@ -89,12 +90,17 @@ skip_or_run() {
 }
 for ((round = 1; round <= rounds; round++)); do
   $report_only && break
-  mkdir -p "$runs/$round"
+  mkdir -p "$runs/$round" "$scratch/$round"
   for p in 4 32 256; do
     for n in 1000000 25000000; do
       for d in 0.001 0.01; do
         for net in paper-1gbe 10gbe; do
-          point="$runs/$round/$p-$n-$d-$net"
+          # A point goes to the committed folder whole, once auto (always last) has run: its runs are
+          # compared with each other, so all of them come from one machine and one sitting.
+          name=$p-$n-$d-$net
+          compgen -G "$runs/$round/$name-auto*" >/dev/null && continue
+          rm -f "$scratch/$round/$name"-*
+          point="$scratch/$round/$name"
           # Where not even gtopk-rd fits beside every worker's gradient and residual, the whole point
           # runs on drawn selections (bench comm --selections drawn: memory O(P k), not O(P n)), so
           # that its aggregators still compare on the same inputs.
@@ -108,6 +114,7 @@ for ((round = 1; round <= rounds; round++)); do
               skip_or_run "$round" "$p" "$n" "$d" "$net" "$agg" "$point-$agg" "" --compressor topk
             done
           fi
+          mv "$scratch/$round/$name"-* "$runs/$round/"
         done
       done
     done
