@@ -16,7 +16,8 @@
 # result (bench comm's JSON, under 2 KB, or why it failed) is kept in docs/results/scaling/
 # smpi-contention/, committed, and not run again, so that the sweep continues in later sessions or
 # on a fresh machine; SMPI's logs and platforms stay in runs/smpi-contention/. A point that runs past
-# TIME LIMIT seconds of real time is recorded as such. About an hour on 2 cores without Ok-Topk at
+# TIME LIMIT seconds of real time is recorded as such (and tried again under a larger TIME LIMIT); a
+# point stopped from outside (a signal) records nothing. About an hour on 2 cores without Ok-Topk at
 # P = 1024 (hours). AGGREGATORS="gtopk-rd oktopk" (say) runs only those; the report shows every point
 # on record.
 set -euo pipefail
@@ -52,7 +53,14 @@ density=0.01
 # run_point OUT P AGGREGATOR TOPOLOGY COMPUTE(yes|no)
 run_point() {
   local out=$1 p=$2 agg=$3 topology=$4 compute=$5
-  [ -s "$out.json" ] || [ -s "$out.failed" ] && return 0
+  [ -s "$out.json" ] && return 0
+  # A failure is final, except running out of time: a larger TIME LIMIT tries that point again.
+  if [ -s "$out.failed" ]; then
+    local before
+    before=$(sed -n 's/^did not finish within \([0-9]*\) s of real time$/\1/p' "$out.failed")
+    [ -n "$before" ] && ((limit > before)) || return 0
+    rm -f "$out.failed"
+  fi
   local log
   log=$logs/$(basename "$out")
   local verify=()
@@ -66,6 +74,10 @@ run_point() {
   timeout "$limit" scripts/smpi-run.sh "${flags[@]}" "$p" paper-1gbe ./build-smpi/sparsgd bench comm --transport mpi \
     --selections drawn --n "$n" --density "$density" --aggregator "$agg" --model-network paper-1gbe \
     --iters "$iters" "${verify[@]}" --json >"$log.out" 2>"$log.log" || status=$?
+  if ((status == 129 || status == 130 || status == 143)); then
+    echo "SMPI P=$p $agg $topology: stopped by a signal (exit status $status); nothing recorded" >&2
+    exit "$status"
+  fi
   if ((status != 0)); then
     local reason="exit status $status: $(tail -c 200 "$log.log" | tr '\n' ' ')"
     ((status == 124)) && reason="did not finish within $limit s of real time"
