@@ -48,10 +48,11 @@ inline constexpr double kTrialTieTolerance = 0.03;
 
 // Untimed rounds before the timed ones. A first exchange allocates and first touches its buffers
 // (2-4x its steady time at n = 25M), and one is not enough: at P = 256 threads, n = 25M, density
-// 0.01, Ok-Topk's process still took 160,000 and 74,000 new pages in its exchanges 2 and 3 (the
-// allocator's arenas growing to the working set of buffers that circulate between ranks), none from
-// its 5th on, and those exchanges took 26-34 ms against 21 steady: timing them let a slower
-// candidate win (session 20's sweep).
+// 0.01, Ok-Topk's exchanges took 111.5, 34.4, 29.8, then 21-24 ms (session 20), its process taking
+// 160,000, 74,000 and 71,000 new pages in exchanges 2-4 and none from the 5th on (the allocator's
+// arenas growing to the working set of buffers that circulate between ranks). Timed on exchanges 2
+// and 3 it lost to a slower candidate; on 3 and 4 the faster of the two (the trials keep the
+// fastest) is its steady time.
 inline constexpr int kAutoWarmupRounds = 2;
 
 // The candidates worth timing for (workers, n, k) on `network`, cheapest closed form first.
