@@ -516,12 +516,10 @@ def curves(cell, path_prefix):
     if not blocks:
         return []
     data = path_prefix.parent / f"{path_prefix.name}.dat"  # not with_suffix: the name holds "d0.01"
-    with open(data, "w") as f:
-        for title, rows in zip(titles, blocks):
-            f.write(f"# {title}\n")
-            for row in rows:
-                f.write(" ".join(f"{v:.6g}" for v in row) + "\n")
-            f.write("\n\n")
+    text = ""
+    for title, rows in zip(titles, blocks):
+        text += f"# {title}\n" + "".join(" ".join(f"{v:.6g}" for v in row) + "\n" for row in rows) + "\n\n"
+    write_atomically(data, text)
     made = []
     for x, column, label in (("epoch", 1, "epoch"), ("time", 2, "simulated seconds on paper-1gbe")):
         png = path_prefix.parent / f"{path_prefix.name}-{x}.png"
@@ -702,7 +700,7 @@ def report():
     lines.append("\n## Methods\n")
     for name, (flags, grid, what) in METHODS.items():
         lines.append(f"- `{name}`: {what}; `{' '.join(flags)}`.")
-    (RESULTS / "convergence.md").write_text("\n".join(lines) + "\n")
+    write_atomically(RESULTS / "convergence.md", "\n".join(lines) + "\n")
     claims = findings(results, gap)
     path = RESULTS / "findings.md"
     text = path.read_text() if path.exists() else "# What the measurements say\n"
@@ -712,8 +710,16 @@ def report():
         text = text[:start] + claims + text[text.find(end_marker) + len(end_marker):]
     else:
         text = text.rstrip("\n") + "\n\n" + claims + "\n"
-    path.write_text(text)
+    write_atomically(path, text)
     print(f"wrote {RESULTS / 'convergence.md'} and the claims in {path}", file=sys.stderr)
+
+
+def write_atomically(path, text):
+    """A result file is either the old one or the whole new one: never half written (a full disk,
+    a stopped run)."""
+    staged = path.with_name(path.name + ".tmp")
+    staged.write_text(text)
+    staged.replace(path)
 
 
 def rate_source(cell):

@@ -51,7 +51,7 @@ run_one() {
   local tmp
   tmp=$scratch/$(basename "$out")
   if "$sparsgd" "${args[@]}" >"$tmp.tmp" 2>"$tmp.err"; then
-    sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 >"$out.machine"
+    /usr/bin/python3 scripts/machine.py >"$out.machine"
     mv "$tmp.tmp" "$out.json"
   elif grep -q "needs about" "$tmp.err"; then
     mv "$tmp.err" "$out.refused"
@@ -122,8 +122,10 @@ for ((round = 1; round <= rounds; round++)); do
 done
 /usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" <<'PY'
 import json, pathlib, re, statistics, subprocess, sys
+sys.path.insert(0, "scripts")  # machine.py
+from machine import cpu_model
 runs, rounds, iters, sparsgd = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-here = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+here = cpu_model()
 cpu = " and ".join(sorted({f.read_text().strip() for f in runs.glob("*/*.machine")}) or [here])
 fixed = ["gtopk-rd", "oktopk", "allgather", "dense"]
 # How the auto runs on record were made (a table made by an earlier version says what that one did).
@@ -272,6 +274,8 @@ if "<!-- auto sweep begin" in text:
     text = re.sub(r"<!-- auto sweep begin.*?<!-- auto sweep end -->\n", lambda m: block, text, flags=re.S)
 else:
     text = text.rstrip("\n") + "\n\n" + block
-doc.write_text(text)
+staged = doc.with_name(doc.name + ".tmp")  # never a half-written comm.md
+staged.write_text(text)
+staged.replace(doc)
 print(f"wrote the auto sweep into {doc}: {met} of {total} points within 5% ({picked} by the choice's cell)")
 PY

@@ -24,7 +24,7 @@ while (($#)); do
     *) echo "report-pytorch: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -f build/python/sparsgd/_C.cpython-*.so ] 2>/dev/null || ls build/python/sparsgd/_C*.so >/dev/null ||
+compgen -G "build/python/sparsgd/_C*.so" >/dev/null ||
   { echo "report-pytorch: build the Python package first (bash scripts/setup.sh)" >&2; exit 1; }
 out=docs/results/$name
 mkdir -p "$out"

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/sparsgd ] || bash scripts/setup.sh
-command -v python3 >/dev/null || { apt-get update -q && apt-get install -y -q python3; }
+[ -x /usr/bin/python3 ] || { apt-get update -q && apt-get install -y -q python3; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # lstm-ptb: its compute time per iteration is not published, so no efficiency can be modelled; its
@@ -24,7 +24,7 @@ for model in vgg16 resnet20 alexnet resnet50; do
 done
 ./build/sparsgd simulate --model resnet50 --workers 2,4,8,16,32,64,128 --network paper-1gbe --compress-ms measured \
   --out docs/results/scaling >/dev/null
-python3 - "$out" >docs/results/scaling.md <<'PY'
+/usr/bin/python3 - "$out" >docs/results/scaling.md.tmp <<'PY'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 print("# Scaling at 32 workers on the paper's 1 Gbps cluster (closed-form model)\n")
@@ -109,4 +109,5 @@ for name in ["smpi.md", "smpi-contention.md", "shaped.md"]:
         lines = ["#" + l if l.startswith("#") else l for l in lines]
     print("\n".join(lines).rstrip() + "\n")
 PY
+mv docs/results/scaling.md.tmp docs/results/scaling.md
 echo "wrote docs/results/scaling.md"

@@ -88,7 +88,7 @@ run_point() {
   fi
   grep '^{' "$log.out" >"$log.tmp"
   # The compute charged is this machine's CPU time: the report says which machines the points ran on.
-  sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 >"$out.machine"
+  /usr/bin/python3 scripts/machine.py >"$out.machine"
   mv "$log.tmp" "$out.json"
 }
 
@@ -109,10 +109,12 @@ if ! $report_only; then
 fi
 
 mkdir -p docs/results/scaling
-/usr/bin/python3 - "$runs" "$iters" "$hosts" "$limit" >docs/results/scaling/smpi-contention.md <<'PY'
+/usr/bin/python3 - "$runs" "$iters" "$hosts" "$limit" >docs/results/scaling/smpi-contention.md.tmp <<'PY'
 import json, pathlib, sys
+sys.path.insert(0, "scripts")  # machine.py
+from machine import cpu_model
 runs, iters, hosts, limit = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(), sys.argv[4]
-here = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+here = cpu_model()
 # Points made before the machine was recorded (session 20 and earlier) ran on the machine named then.
 machines = sorted({f.read_text().strip() for f in runs.glob("*.machine")}) or [here]
 cpu = " and ".join(machines)
@@ -169,4 +171,5 @@ for p in hosts:
         print(" | ".join(cells) + f" | {verified} |")
 print()
 PY
+mv docs/results/scaling/smpi-contention.md.tmp docs/results/scaling/smpi-contention.md
 echo "wrote docs/results/scaling/smpi-contention.md" >&2

@@ -49,7 +49,7 @@ run_point() {  # run_point OUT_JSON P N AGGREGATOR [extra smpirun options...]
   # every round: O(k P^2) time and memory per iteration, about 13 GB at P = 256. Not checked there.
   [ "$agg" = gtopk-rd ] && ((p >= 256)) && verify=(--no-verify)
   local density
-  density=$(python3 -c 'import sys; print(repr(25000 / int(sys.argv[1])))' "$n")
+  density=$(/usr/bin/python3 -c 'import sys; print(repr(25000 / int(sys.argv[1])))' "$n")
   echo "SMPI P=$p $agg n=$n $*" >&2
   local status=0
   SMPI_EXTRA_OPTIONS="$*" scripts/smpi-run.sh "$p" paper-1gbe ./build-smpi/sparsgd bench comm --transport mpi \
@@ -83,7 +83,7 @@ for agg in gtopk-rd allgather; do
 done
 
 mkdir -p docs/results/scaling
-python3 - "$runs" "$iters" "$hosts" >docs/results/scaling/smpi.md <<'PY'
+/usr/bin/python3 - "$runs" "$iters" "$hosts" >docs/results/scaling/smpi.md.tmp <<'PY'
 import json, pathlib, sys
 runs, iters, hosts = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3].split()
 aggs = ["gtopk-rd", "allgather", "gtopk", "randk-shared", "dense"]
@@ -176,4 +176,5 @@ print("dependencies the closed form counts, at every P up to 256 and for non-pow
 print("no cross traffic the simulated network is itself alpha-beta, so it cannot reveal what a physical network")
 print("adds (TCP, framing, CPU on the critical path): that is the shaped-network measurement's job.")
 PY
+mv docs/results/scaling/smpi.md.tmp docs/results/scaling/smpi.md
 echo "wrote docs/results/scaling/smpi.md"

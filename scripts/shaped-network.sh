@@ -197,7 +197,7 @@ if [ -z "$sparsgd" ]; then
 fi
 [ -x "$sparsgd" ] || die "no sparsgd binary at $sparsgd"
 sparsgd=$(cd "$(dirname "$sparsgd")" && pwd)/$(basename "$sparsgd")
-if [ -n "$report" ] && ! command -v python3 >/dev/null; then
+if [ -n "$report" ] && ! [ -x /usr/bin/python3 ]; then
   apt-get update -q && apt-get install -y -q python3
 fi
 max_p=0
@@ -318,7 +318,7 @@ run_bench() {
   # the shapers dropped.
   local after=()
   for ((i = 0; i < p; i++)); do after+=("$(tbf_stats "$i")"); done
-  python3 - "$out.tmp" "$p" "${before[@]}" "${after[@]}" >"$out" <<'PY'
+  /usr/bin/python3 - "$out.tmp" "$p" "${before[@]}" "${after[@]}" >"$out.part" <<'PY'
 import json, sys
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 p = int(sys.argv[2])
@@ -330,6 +330,7 @@ d["tbf_received_bytes"] = [x[2] for x in delta]   # bridge -> worker
 d["tbf_dropped"] = [x[1] + x[3] for x in delta]
 print(json.dumps(d))
 PY
+  mv "$out.part" "$out"
   rm -f "$out.tmp" "$out.err"
 }
 
@@ -339,7 +340,7 @@ mkdir -p "$runs"
 {
   echo "date=$(date -u +%Y-%m-%dT%H:%MZ)"
   echo "kernel=$(uname -r)"
-  echo "cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "cpu=$(/usr/bin/python3 "$here/scripts/machine.py")"
   echo "cores=$(nproc)"
   echo "open_mpi=$(mpirun --version 2>/dev/null | awk 'NR == 1 {print $NF}')"
   echo "autogroup=$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo '?')"
@@ -361,9 +362,9 @@ if [ ! -s "$runs/alpha.json" ] && [ "$max_p" -ge 2 ]; then
   run_bench 2 "$runs/alpha.json" --n 1000 --density 0.001 --compressor topk --aggregator gtopk-rd --iters 200
 fi
 # Values from files reach Python as arguments, never as code.
-alpha_ms=$(python3 -c 'import json,sys; print(float(json.load(open(sys.argv[1]))["agg_median_ms"]))' "$runs/alpha.json" 2>/dev/null || echo 0.05)
-alpha_s=$(python3 -c 'import sys; print(float(sys.argv[1]) / 1e3)' "$alpha_ms")
-bw_bits=$(python3 -c '
+alpha_ms=$(/usr/bin/python3 -c 'import json,sys; print(float(json.load(open(sys.argv[1]))["agg_median_ms"]))' "$runs/alpha.json" 2>/dev/null || echo 0.05)
+alpha_s=$(/usr/bin/python3 -c 'import sys; print(float(sys.argv[1]) / 1e3)' "$alpha_ms")
+bw_bits=$(/usr/bin/python3 -c '
 import re, sys
 m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", sys.argv[1].lower())
 if not m: sys.exit("--rate must look like 1gbit, 500mbit or 100kbit")
@@ -399,7 +400,7 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$runs/env.txt"
 
 if [ -n "$report" ]; then
   mkdir -p "$(dirname "$report")"
-  python3 "$here/scripts/shaped-report.py" --runs "$runs" --workers "$workers" --aggregators "$aggregators" \
+  /usr/bin/python3 "$here/scripts/shaped-report.py" --runs "$runs" --workers "$workers" --aggregators "$aggregators" \
     --sparsgd "$sparsgd" --n "$n" --density "$density" >"$report.tmp"
   mv "$report.tmp" "$report"
   echo "shaped-network: wrote $report" >&2

@@ -58,7 +58,7 @@ if [ -z "$dir" ]; then
   dir=$(mktemp -d)
   trap 'rm -rf "$dir"' EXIT
 fi
-platform=$(python3 "$here/smpi_platform.py" --hosts "$hosts" --network "$network" --topology "$topology" --out "$dir")
+platform=$(/usr/bin/python3 "$here/smpi_platform.py" --hosts "$hosts" --network "$network" --topology "$topology" --out "$dir")
 crosstraffic=0
 [ "$topology" = flat ] || crosstraffic=1
 # shellcheck disable=SC2086  # SMPI_EXTRA_OPTIONS is a list of words

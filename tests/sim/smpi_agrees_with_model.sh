@@ -9,7 +9,7 @@ compressor=topk
 out=$("$source_dir/scripts/smpi-run.sh" "$hosts" paper-1gbe "$program" bench comm --transport mpi --n 1000000 \
   --density 0.005 --compressor "$compressor" --aggregator "$aggregator" --model-network paper-1gbe --iters 2 --json)
 echo "$out"
-echo "$out" | grep '^{' | python3 -c '
+echo "$out" | grep '^{' | /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
 ratio = d["clock_ms"] / d["model_comm_ms"]
