@@ -5,15 +5,16 @@
 # thread CPU time. Writes the block between the auto-sweep markers of docs/results/comm.md.
 # Usage: scripts/report-auto.sh [--report-only] [ROUNDS] [ITERS]   (defaults 3 11; SPARSGD=path/to/sparsgd
 # to use another build; --report-only: write the table from the runs made so far, run nothing)
-# The CPU time charged varies from run to run on a shared machine by more than the 5% the issue asks
-# of auto (256 threads on 2 cores), so the sweep goes ROUNDS times over all points, each time running
-# every fixed aggregator and auto at a point one after the other; a cell is the median over the
-# rounds, and auto's ratio to the best fixed aggregator is also given per round (same round, minutes
-# apart at most). Every table comes twice, from the same runs: with each run's median over its counted
-# iterations, and with its floor (the fastest of them), which interference from other processes or
-# the host cannot raise; the report measures how much each moves between rounds. Fixed aggregators run ITERS
-# iterations and count the last ITERS - 1 (the first allocates); auto runs ITERS + 16 (its trials take at most 16: 4 candidates, 2 warm-up and 2 timed
-# rounds) and counts the ITERS - 1 after its trials.
+# The CPU time charged varies from run to run on a shared machine by more than the 5% the issue asks of
+# auto (256 threads on 2 cores), so the sweep goes ROUNDS times over all points, each time running
+# every fixed aggregator and auto at a point one after the other; a cell is the median over the rounds,
+# and auto's ratio to the best fixed aggregator is also given per round (same round, minutes apart at
+# most). Every table comes twice, from the same runs: with each run's median over its counted
+# iterations, and with its floor (the fastest of them), which interference from other processes or the
+# host cannot raise; the report measures how much each moves between rounds. Fixed aggregators run
+# ITERS iterations and count the last ITERS - 1 (the first allocates); auto runs ITERS + 16 (its trials
+# take at most 16: 4 candidates, 2 warm-up and 2 timed rounds) and counts the ITERS - 1 after its
+# trials.
 # After the first round, a fixed aggregator more than 2x the best fixed run of its point in that round is
 # not run again (repeats cannot make it the best; dense at n = 25M costs minutes a run): its cell is
 # its first round's figure. gtopk-rd always runs (it also tells whether a point fits in memory).
