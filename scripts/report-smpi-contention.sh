@@ -18,8 +18,10 @@
 # on a fresh machine; SMPI's logs and platforms stay in runs/smpi-contention/. A point that runs past
 # TIME LIMIT seconds of real time is recorded as such (and tried again under a larger TIME LIMIT); a
 # point stopped from outside (a signal) records nothing. About an hour on 2 cores without Ok-Topk at
-# P = 1024 (hours). AGGREGATORS="gtopk-rd oktopk" (say) runs only those; the report shows every point
-# on record.
+# P = 1024 (hours). AGGREGATORS="gtopk-rd oktopk" (say) runs only those, POINTS="flat-nocompute" (say)
+# only those of flat-compute, switch-compute, tree-compute and flat-nocompute; the report shows every
+# point on record. Two invocations may share the work (one a core): a point being run by one is
+# skipped by the other (a lock in runs/smpi-contention/, removed when its run ends).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report_only=false
@@ -31,6 +33,13 @@ aggregators=${AGGREGATORS:-"gtopk-rd oktopk allgather"}
 for agg in $aggregators; do
   case $agg in gtopk-rd | oktopk | allgather) ;; *) echo "$0: unknown aggregator '$agg' in AGGREGATORS" >&2; exit 2 ;; esac
 done
+points=${POINTS:-"flat-compute switch-compute tree-compute flat-nocompute"}
+for point in $points; do
+  case $point in flat-compute | switch-compute | tree-compute | flat-nocompute) ;;
+    *) echo "$0: unknown point '$point' in POINTS (flat-compute, switch-compute, tree-compute, flat-nocompute)" >&2; exit 2 ;;
+  esac
+done
+wanted() { [[ " $points " == *" $1 "* ]]; }
 runs=docs/results/scaling/smpi-contention
 logs=runs/smpi-contention
 mkdir -p "$runs" "$logs/platforms"
@@ -50,6 +59,33 @@ fi
 n=2500000
 density=0.01
 
+# The lock of the point this invocation is running, if any: released however the invocation ends.
+held_lock=
+release_lock() {
+  [ -z "$held_lock" ] || rm -rf "$held_lock"
+  held_lock=
+}
+# take_lock DIR: true once this invocation holds DIR; false while a live process holds it. A lock whose
+# process is gone (killed outright) is taken over.
+take_lock() {
+  if ! mkdir "$1" 2>/dev/null; then
+    local holder
+    holder=$(cat "$1/pid" 2>/dev/null || true)
+    [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null && return 1
+    # Gone, or between its mkdir and writing its pid: look again a moment later before taking over.
+    sleep 1
+    holder=$(cat "$1/pid" 2>/dev/null || true)
+    [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null && return 1
+    rm -rf "$1"
+    mkdir "$1" 2>/dev/null || return 1
+  fi
+  echo $$ >"$1/pid"
+  held_lock=$1
+}
+trap release_lock EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 # run_point OUT P AGGREGATOR TOPOLOGY COMPUTE(yes|no)
 run_point() {
   local out=$1 p=$2 agg=$3 topology=$4 compute=$5
@@ -63,6 +99,12 @@ run_point() {
   fi
   local log
   log=$logs/$(basename "$out")
+  if ! take_lock "$log.lock"; then
+    echo "SMPI P=$p $agg $topology compute=$compute: another sweep (process $(cat "$log.lock/pid" 2>/dev/null)) is running it; skipped" >&2
+    return 0
+  fi
+  # Another invocation may have finished it between the check above and the lock.
+  [ -s "$out.json" ] && { release_lock; return 0; }
   local verify=()
   # The serial references follow every rank (gtopk-rd: O(k P log P) entries, all P selections held):
   # checked up to P = 64 here; the tests check every aggregator at every size they reach.
@@ -84,12 +126,14 @@ run_point() {
     if ((status == 137)) || grep -q Killed "$log.log"; then reason="killed for lack of memory"; fi
     echo "$reason" >"$out.failed"
     echo "SMPI P=$p $agg $topology: $reason" >&2
+    release_lock
     return 0
   fi
   grep '^{' "$log.out" >"$log.tmp"
   # The compute charged is this machine's CPU time: the report says which machines the points ran on.
   /usr/bin/python3 scripts/machine.py >"$out.machine"
   mv "$log.tmp" "$out.json"
+  release_lock
 }
 
 if ! $report_only; then
@@ -97,13 +141,14 @@ if ! $report_only; then
     for topology in flat switch tree; do
       for agg in $aggregators; do
         [ "$agg" = allgather ] && ((p > 64)) && continue
+        wanted "$topology-compute" || continue
         run_point "$runs/$p-$agg-$topology-compute" "$p" "$agg" "$topology" yes
       done
     done
     # The closed form's own network without compute: SMPI should reproduce the model there (Ok-Topk's
     # traffic depends on where the drawn entries fall; the model's is the balanced case).
     for agg in $aggregators; do
-      [ "$agg" = allgather ] || run_point "$runs/$p-$agg-flat-nocompute" "$p" "$agg" flat no
+      [ "$agg" = allgather ] || ! wanted flat-nocompute || run_point "$runs/$p-$agg-flat-nocompute" "$p" "$agg" flat no
     done
   done
 fi

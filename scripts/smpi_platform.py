@@ -34,6 +34,7 @@ Python standard library only.
 """
 
 import argparse
+import os
 import pathlib
 import sys
 from xml.sax.saxutils import quoteattr
@@ -161,8 +162,11 @@ def main(argv):
         parser.error(str(e))
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / platform_name(args.hosts, args.topology)).write_text(xml)
-    (out / f"hostfile-{args.hosts}.txt").write_text(hostfile(args.hosts))
+    # Whole files only, swapped in by a rename: another sweep may be starting smpirun on the same ones.
+    for name, text in ((platform_name(args.hosts, args.topology), xml), (f"hostfile-{args.hosts}.txt", hostfile(args.hosts))):
+        staged = out / f".{name}.{os.getpid()}"
+        staged.write_text(text)
+        staged.replace(out / name)
     print(out / platform_name(args.hosts, args.topology))
     return 0
 
