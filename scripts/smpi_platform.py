@@ -22,9 +22,13 @@ How the XML gets there (SimGrid 3.32 <cluster>):
 - Each host has one private link, SPLITDUPLEX: SimGrid makes it two links (UP and DOWN) with the
   given bandwidth each, so a host sending and receiving at the same time (the pairwise exchanges of
   gtopk-rd, the rings) gets the full rate both ways, as full-duplex Ethernet does.
-- A route from host a to host b is a's UP link, the backbone, b's DOWN link. Latencies add along it,
-  so each private link gets alpha / 2 and the backbone none. The backbone is FATPIPE (every flow gets
-  its whole bandwidth, no sharing) at 1000 times the host bandwidth: it never limits a flow.
+- A route from host a to host b is a's UP link, then b's DOWN link (flat, and within a rack of tree),
+  or a's UP link, the switch fabric, b's DOWN link (switch). Latencies add along it, so each private
+  link gets alpha / 2 and the fabric none. There is no backbone where none limits: a backbone that
+  never limits (a FATPIPE at 1000x the host rate, as this script wrote before) changes no result
+  (Ok-Topk at P = 64 and 128 without compute: the same times to 1e-6), but it is a constraint that
+  every flow shares, so SimGrid's max-min solver re-solved every flow in flight at every flow's start
+  and end: 118 s against 11 s of real time at P = 128 (findings.md).
 - A loopback link (fast, no latency) carries a rank's messages to itself (SMPI's ring allreduce
   begins with one), which on a real machine are memory copies, not network traffic.
 - The bandwidth is exactly 1/beta bytes per second. SimGrid's own corrections (latency and bandwidth
@@ -54,8 +58,10 @@ def host_names(hosts):
     return [f"{HOST_PREFIX}{i}{HOST_SUFFIX}" for i in range(hosts)]
 
 
-def cluster_attributes(cluster_id, first, last, alpha, bandwidth, backbone_bw, backbone_policy):
-    return {
+def cluster_attributes(cluster_id, first, last, alpha, bandwidth, fabric_bw=None):
+    """A <cluster>'s attributes; fabric_bw: a SHARED backbone of that many bytes per second that every
+    flow between two of its hosts crosses (the switch), or None for none (private links only)."""
+    attributes = {
         "id": cluster_id,
         "prefix": HOST_PREFIX,
         "suffix": HOST_SUFFIX,
@@ -66,12 +72,12 @@ def cluster_attributes(cluster_id, first, last, alpha, bandwidth, backbone_bw, b
         "bw": f"{bandwidth!r}Bps",
         "lat": f"{alpha / 2.0!r}s",
         "sharing_policy": "SPLITDUPLEX",
-        "bb_bw": f"{backbone_bw!r}Bps",
-        "bb_lat": "0s",
-        "bb_sharing_policy": backbone_policy,
         "loopback_bw": f"{1000.0 * bandwidth!r}Bps",
         "loopback_lat": "0s",
     }
+    if fabric_bw is not None:
+        attributes.update({"bb_bw": f"{fabric_bw!r}Bps", "bb_lat": "0s", "bb_sharing_policy": "SHARED"})
+    return attributes
 
 
 def element(name, attributes, children=None, indent="  "):
@@ -102,15 +108,15 @@ def platform_xml(hosts, alpha, beta, topology="flat", fabric_ports=64, rack_size
         '<platform version="4.1">\n'
     )
     if topology in ("flat", "switch"):
-        backbone = (1000.0 * bandwidth, "FATPIPE") if topology == "flat" else (fabric_ports * bandwidth, "SHARED")
-        cluster = cluster_attributes("sparsgd-cluster", 0, hosts - 1, alpha, bandwidth, *backbone)
+        fabric = None if topology == "flat" else fabric_ports * bandwidth
+        cluster = cluster_attributes("sparsgd-cluster", 0, hosts - 1, alpha, bandwidth, fabric)
         return head + element("cluster", cluster) + "</platform>\n"
     # tree: one cluster per rack inside a zone whose routes between racks cross both uplinks.
     racks = (hosts + rack_size - 1) // rack_size
     children = []
     for r in range(racks):
         first, last = r * rack_size, min(hosts, (r + 1) * rack_size) - 1
-        attributes = cluster_attributes(f"rack-{r}", first, last, alpha, bandwidth, 1000.0 * bandwidth, "FATPIPE")
+        attributes = cluster_attributes(f"rack-{r}", first, last, alpha, bandwidth)
         attributes["router_id"] = f"rack-{r}-router"
         children.append(element("cluster", attributes, indent="    "))
     for r in range(racks):
