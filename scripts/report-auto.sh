@@ -125,7 +125,7 @@ for ((round = 1; round <= rounds; round++)); do
   done
 done
 /usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" <<'PY'
-import json, pathlib, re, statistics, subprocess, sys
+import functools, json, pathlib, re, statistics, subprocess, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import cpu_model
 runs, rounds, iters, sparsgd = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -140,6 +140,7 @@ warmups = sorted({(r["auto"]["trial_exchanges"] - r["auto"]["timed_exchanges"]) 
 timed = sorted({r["auto"]["timed_exchanges"] // len(r["auto"]["trials"]) for r in tried})
 said = lambda values: " or ".join(str(v) for v in values) if values else "?"
 
+@functools.cache  # each table asks for it (a subprocess): once a point is enough
 def model_ms(p, n, d, net, agg):
     # The closed form (sparsgd simulate, which charges the same descriptors' costs as bench comm).
     out = subprocess.run([sparsgd, "simulate", "--model", "custom", "--params", str(n), "--workers", str(p),

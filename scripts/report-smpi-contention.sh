@@ -79,8 +79,9 @@ take_lock() {
     rm -rf "$1"
     mkdir "$1" 2>/dev/null || return 1
   fi
-  echo $$ >"$1/pid"
   held_lock=$1
+  # Checked here: set -e does not reach into a function called as a condition.
+  echo $$ >"$1/pid" || { echo "$0: cannot write $1/pid" >&2; exit 1; }
 }
 trap release_lock EXIT
 trap 'exit 130' INT
