@@ -154,7 +154,9 @@ def counted_ms(run):
     # after its trials (each candidate's first exchange is an untimed trial; with no trial, its first
     # exchange is skipped as a fixed one's).
     per = run["sim_comm_ms_per_iteration"]
-    first = max(1, run["auto"]["trial_exchanges"]) if run.get("auto") else 1
+    # (first_settled_after: since auto tries again after 128 settled exchanges, trial_exchanges can
+    # count later trials too; runs made before then lack the field and never tried again.)
+    first = max(1, run["auto"].get("first_settled_after", run["auto"]["trial_exchanges"])) if run.get("auto") else 1
     counted = per[first:first + iters - 1]
     if len(counted) < iters - 1:
         raise SystemExit(f"a run has {len(per)} iterations, {first} of them before the counted ones: "

@@ -16,6 +16,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/auto_help.hpp"
 #include "cli/commands.hpp"
 #include "cli/memory_report.hpp"
 #include "cli/mpi_job.hpp"
@@ -468,11 +469,12 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                         {"measured_ms", trial.runs > 0 ? nlohmann::json(1e3 * trial.measured_seconds) : nlohmann::json()},
                         {"runs", trial.runs}});
     }
-    // The iterations after the trials (bench comm has one (n, k), so the trials come first).
+    // The iterations after the first trials (bench comm has one (n, k), so they come first; any
+    // re-trial among them counts: it is part of what auto costs).
     nlohmann::json settled_ms = nullptr;
-    if (network.enabled() && !d.settled.empty()) {
+    if (network.enabled() && (!d.settled.empty() || d.retrials > 0)) {
       const std::vector<double> spans = aggregation_ms(r);
-      const auto first = static_cast<std::size_t>(d.trial_exchanges);
+      const auto first = static_cast<std::size_t>(d.first_settled_after);
       if (first < spans.size()) settled_ms = median(std::vector<double>(spans.begin() + static_cast<std::ptrdiff_t>(first), spans.end()));
     }
     auto_json = {{"choice", std::string(d.settled.empty() ? d.last_choice : d.settled)},
@@ -481,6 +483,8 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                  {"trials", trials},
                  {"trial_exchanges", d.trial_exchanges},
                  {"timed_exchanges", d.timed_exchanges},
+                 {"retrials", d.retrials},
+                 {"first_settled_after", d.first_settled_after},
                  {"sim_comm_settled_ms", settled_ms},
                  {"alpha_s", d.network.alpha_seconds},
                  {"seconds_per_byte", d.network.seconds_per_byte},
@@ -532,10 +536,15 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                                   : std::string("not run"));
       }
       if (d.settled.empty()) {
-        fmt::print("    still trying after {} exchanges (more --iters to settle)\n", d.trial_exchanges);
+        fmt::print("    {} after {} trial exchanges (more --iters to settle)\n",
+                   d.retrials > 0 ? "trying again" : "still trying", d.trial_exchanges);
       } else {
         fmt::print("    settled on {} after {} trial exchanges ({} warm-ups, untimed)\n", d.settled, d.trial_exchanges,
                    d.trial_exchanges - d.timed_exchanges);
+      }
+      if (d.retrials > 0) {
+        fmt::print("    trials run again {} time(s): after {} settled exchanges, then twice as many each time\n",
+                   d.retrials, collectives::kAutoRetrialFirst);
       }
     }
     fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
@@ -897,9 +906,7 @@ void register_bench_comm(CLI::App& bench) {
                   "raw (32 bits an index) or compressed (gaps packed in blocks, or a bitmap, whichever is smaller: "
                   "about 13 bits an index at density 0.001); allgather, gtopk, gtopk-rd and oktopk")
       ->capture_default_str();
-  cmd->add_option("--auto-trials", opt->auto_trials,
-                  "auto: runs each candidate within 3x of the closed forms' cheapest twice untimed, then times it this "
-                  "many times and keeps the fastest; 0: the closed forms' choice")
+  cmd->add_option("--auto-trials", opt->auto_trials, auto_trials_help())
       ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
       ->capture_default_str();
   cmd->add_option("--iters", opt->iters, "iterations")->capture_default_str();

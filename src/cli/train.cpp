@@ -13,6 +13,7 @@
 
 #include <fmt/core.h>
 
+#include "cli/auto_help.hpp"
 #include "cli/commands.hpp"
 #include "cli/gnuplot.hpp"
 #include "cli/mpi_job.hpp"
@@ -166,9 +167,7 @@ void register_train(CLI::App& app) {
   add_on_off_option(cmd, "--error-feedback", c->error_feedback,
                     "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
   cmd->add_option("--aggregator", c->aggregator, aggregator_help())->capture_default_str();
-  cmd->add_option("--auto-trials", c->auto_trials,
-                  "auto: runs each candidate within 3x of the closed forms' cheapest twice untimed, then times it this "
-                  "many times and keeps the fastest; 0: the closed forms' choice (reproducible)")
+  cmd->add_option("--auto-trials", c->auto_trials, auto_trials_help())
       ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
       ->capture_default_str();
   cmd->add_option("--index-coding", c->index_coding,

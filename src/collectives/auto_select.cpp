@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "collectives/algorithms.hpp"
 #include "collectives/tags.hpp"
@@ -42,6 +44,7 @@ class AutoAggregator final : public Aggregator {
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     if (!decision_.network.known) decision_.network = measure_network(t);
     Settlement& s = settlement_for(t.size(), local.dim, k);
+    if (!s.settled.empty() && s.retrial_interval > 0 && s.settled_calls == s.retrial_interval) begin_retrial(s);
     AutoTrial* trial = s.settled.empty() ? &s.trials[s.next] : nullptr;
     const std::string_view choice = trial != nullptr ? trial->aggregator : s.settled;
     const double start = t.clock_seconds();
@@ -68,15 +71,23 @@ class AutoAggregator final : public Aggregator {
         s.next = 0;
         if (++s.round == kAutoWarmupRounds + options_.auto_trial_rounds) {
           s.settled = fastest(s.trials);
+          s.settled_calls = 0;
+          const bool first = s.retrial_interval == 0;
+          s.retrial_interval = first ? kAutoRetrialFirst : std::min(2 * s.retrial_interval, kAutoRetrialMost);
+          if (first) s.first_settled_after = exchanges_ + 1;  // this call was its last trial
           release_unsettled();
         }
       }
+    } else {
+      ++s.settled_calls;
     }
+    ++exchanges_;
     // The report follows the last (n, k) met; copied only when it changed, not every exchange.
     if (trial != nullptr || &s != reported_) {
       decision_.settled = s.settled;
-      decision_.model_choice = s.trials.front().aggregator;
+      decision_.model_choice = s.model_choice;
       decision_.trials = s.trials;
+      decision_.first_settled_after = s.first_settled_after;
       reported_ = &s;
     }
   }
@@ -85,18 +96,50 @@ class AutoAggregator final : public Aggregator {
 
  private:
   struct Settlement {
-    std::vector<AutoTrial> trials;  // cheapest closed form first
+    std::vector<AutoTrial> trials;  // cheapest closed form first; at a re-trial, those run again
+    std::string_view model_choice;  // the closed forms' cheapest
     std::string_view settled;       // empty while trying
     std::size_t next = 0;           // the trial to run next
     int round = 0;
+    std::uint64_t settled_calls = 0;     // since it last settled
+    std::uint64_t retrial_interval = 0;  // settled calls before the next trials; 0: never
+    std::uint64_t first_settled_after = 0;
   };
+
+  // The settled choice's interval is over: the candidates whose last trial was within kRetrialFactor
+  // of the fastest run their trials again (warm-ups included: those not chosen were freed), every
+  // rank alike (the same calls, the same max-reduced times). The interval doubles either way.
+  void begin_retrial(Settlement& s) {
+    double fastest_seconds = s.trials.front().measured_seconds;
+    for (const AutoTrial& trial : s.trials) fastest_seconds = std::min(fastest_seconds, trial.measured_seconds);
+    std::vector<AutoTrial> again;
+    for (const AutoTrial& trial : s.trials) {
+      if (trial.measured_seconds <= kRetrialFactor * fastest_seconds) {
+        again.push_back({trial.aggregator, trial.model_seconds});
+      }
+    }
+    s.settled_calls = 0;
+    if (again.size() < 2) {
+      s.retrial_interval = std::min(2 * s.retrial_interval, kAutoRetrialMost);
+      return;
+    }
+    s.trials = std::move(again);
+    s.settled = {};
+    s.next = 0;
+    s.round = 0;
+    ++decision_.retrials;
+  }
 
   Settlement& settlement_for(int workers, std::size_t n, std::size_t k) {
     const auto [it, inserted] = settlements_.try_emplace({workers, n, k});
     Settlement& s = it->second;
     if (inserted) {
       s.trials = plausible_candidates(workers, n, k, options_.index_coding, decision_.network);
-      if (options_.auto_trial_rounds == 0 || s.trials.size() == 1) s.settled = s.trials.front().aggregator;
+      s.model_choice = s.trials.front().aggregator;
+      if (options_.auto_trial_rounds == 0 || s.trials.size() == 1) {
+        s.settled = s.model_choice;  // for good: retrial_interval stays 0
+        s.first_settled_after = exchanges_;
+      }
     }
     return s;
   }
@@ -139,6 +182,7 @@ class AutoAggregator final : public Aggregator {
   std::map<std::string_view, std::unique_ptr<Aggregator>> made_;
   std::map<std::tuple<int, std::size_t, std::size_t>, Settlement> settlements_;
   const Settlement* reported_ = nullptr;  // whose state decision_ shows (std::map: stable addresses)
+  std::uint64_t exchanges_ = 0;           // calls, over every (n, k)
 };
 
 ReferenceAggregation no_reference(const std::vector<SparseVector>&, std::size_t) {

@@ -14,6 +14,7 @@
 #include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
+#include "sparsgd/collectives/reference.hpp"
 #include "sparsgd/collectives/replay.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
@@ -191,6 +192,87 @@ TEST(AutoSelect, TimedTrialsOverturnAWrongModel) {
     replay.step(iteration, [&](int w, std::span<float> out) { fill_gradient(out, 5, w, iteration); },
                 results[static_cast<std::size_t>(it)].method);
     EXPECT_EQ(replay.sum_difference(results[static_cast<std::size_t>(it)]), "") << "iteration " << it;
+  }
+}
+
+// A settled choice is tried again after kAutoRetrialFirst of its exchanges, and follows a network
+// that changed meanwhile. Told a bandwidth-bound network, auto runs on a latency-bound one first
+// (10 ms a message), where allgather wins its trials (TimedTrialsOverturnAWrongModel); halfway
+// through its settled exchanges the network becomes bandwidth-bound (1 MB/s: allgather's Bruck
+// rounds send about 6k pairs a rank, gtopk-rd's folded recursive doubling about 4k). At the
+// re-trial, the candidates within kRetrialFactor of the fastest run again (not Ok-Topk, whose
+// rounds of counts and histograms cost it far more latencies) and gtopk-rd takes over, on every
+// rank alike; every exchange's sum is the reference's for the aggregator that formed it.
+TEST(AutoSelect, ASettledChoiceIsTriedAgainAndFollowsAChangedNetwork) {
+  const int p = 7;
+  const std::size_t n = 20011;
+  const std::size_t k = 1001;
+  AggregatorOptions options(wire::IndexCoding::raw, {0.0, 1e-8, true, false}, 2);
+  static_assert(kAutoWarmupRounds == 2, "the expected schedule below assumes two warm-up rounds");
+  const std::size_t first_trials = 3 * (kAutoWarmupRounds + 2);  // gtopk-rd, allgather, oktopk
+  const std::size_t switch_at = first_trials + kAutoRetrialFirst / 2;
+  const std::size_t retrial_at = first_trials + kAutoRetrialFirst;
+  const std::size_t exchanges = retrial_at + 2 * (kAutoWarmupRounds + 2) + 5;
+  std::vector<std::vector<std::string>> methods(p);
+  std::vector<std::vector<AutoTrial>> first_trial_sets(p);
+  std::vector<AutoDecision> decisions(p);
+  std::vector<Aggregation> results(exchanges);  // rank 0's
+  transport::run_local_workers(p, [&](transport::Transport& t) {
+    transport::SimulatedNetwork latency_bound(t, transport::parse_network("alpha=0.01,bw=1e15"));
+    transport::SimulatedNetwork bandwidth_bound(t, transport::parse_network("alpha=1e-6,bw=1e6"));
+    const std::unique_ptr<Aggregator> aggregator = make_aggregator("auto", options);
+    SparseVector local;
+    Aggregation out;
+    for (std::size_t it = 0; it < exchanges; ++it) {
+      transport::SimulatedNetwork& network = it < switch_at ? latency_bound : bandwidth_bound;
+      if (it == switch_at) bandwidth_bound.set_clock(latency_bound.now());
+      std::vector<double> now = {network.now()};  // every exchange starts together, as in bench comm
+      allreduce_max(t, now);
+      network.set_clock(now[0]);
+      draw_selection(local, n, k, 11, t.rank(), it);
+      aggregator->aggregate(network, local, k, out);
+      methods[static_cast<std::size_t>(t.rank())].emplace_back(out.method);
+      if (t.rank() == 0) results[it] = out;
+      if (it + 1 == first_trials) first_trial_sets[static_cast<std::size_t>(t.rank())] = auto_decision(*aggregator)->trials;
+    }
+    decisions[static_cast<std::size_t>(t.rank())] = *auto_decision(*aggregator);
+  });
+  const std::vector<AutoTrial>& first = first_trial_sets[0];
+  ASSERT_EQ(first.size(), 3u);
+  double fastest = first[0].measured_seconds;
+  for (const AutoTrial& trial : first) fastest = std::min(fastest, trial.measured_seconds);
+  std::vector<std::string> again;
+  for (const AutoTrial& trial : first) {
+    if (trial.measured_seconds <= kRetrialFactor * fastest) again.emplace_back(trial.aggregator);
+  }
+  ASSERT_EQ(again, (std::vector<std::string>{"gtopk-rd", "allgather"})) << "the first trials changed: rethink the test";
+  std::vector<std::string> expected;
+  for (std::size_t round = 0; round < kAutoWarmupRounds + 2; ++round) {
+    for (const char* name : {"gtopk-rd", "allgather", "oktopk"}) expected.emplace_back(name);
+  }
+  expected.resize(retrial_at, "allgather");
+  for (std::size_t round = 0; round < kAutoWarmupRounds + 2; ++round) expected.insert(expected.end(), again.begin(), again.end());
+  expected.resize(exchanges, "gtopk-rd");
+  for (int r = 0; r < p; ++r) EXPECT_EQ(methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
+  for (const AutoDecision& d : decisions) {
+    EXPECT_EQ(d.model_choice, "gtopk-rd");
+    EXPECT_EQ(d.settled, "gtopk-rd");
+    EXPECT_EQ(d.retrials, 1u);
+    EXPECT_EQ(d.first_settled_after, first_trials);
+    EXPECT_EQ(d.trial_exchanges, first_trials + 2 * (kAutoWarmupRounds + 2));
+    EXPECT_EQ(d.timed_exchanges, 3u * 2 + 2u * 2);
+    ASSERT_EQ(d.trials.size(), 2u);
+    for (std::size_t i = 0; i < d.trials.size(); ++i) {
+      EXPECT_EQ(d.trials[i].measured_seconds, decisions[0].trials[i].measured_seconds);  // the same on every rank
+    }
+  }
+  EXPECT_LT(decisions[0].trials[0].measured_seconds, decisions[0].trials[1].measured_seconds);
+  std::vector<SparseVector> selections(p);
+  for (std::size_t it = 0; it < exchanges; ++it) {
+    for (int w = 0; w < p; ++w) draw_selection(selections[static_cast<std::size_t>(w)], n, k, 11, w, it);
+    const ReferenceAggregation want = reference_aggregate(std::string(results[it].method), selections, k);
+    EXPECT_EQ(results[it].sum.indices, want.sum.indices) << "exchange " << it << " (" << results[it].method << ")";
+    EXPECT_EQ(results[it].sum.values, want.sum.values) << "exchange " << it << " (" << results[it].method << ")";
   }
 }
 

@@ -11,8 +11,17 @@
 // times untimed (warm-ups) and then AggregatorOptions::auto_trial_rounds times in turn
 // (every exchange is a real one, its result exact), timed on the transport's clock (the slowest
 // rank's time, which every rank learns by a max-reduction, so all settle alike), and the one with
-// the fastest trial is used for that (workers, n, k) from then on. One plausible candidate, or 0
-// rounds: the closed form's choice.
+// the fastest trial is used for that (workers, n, k) until its next trials. One plausible candidate,
+// or 0 rounds: the closed form's choice, for good.
+//
+// A candidate's cost moves as training goes on: error feedback's residuals change what the workers
+// select over the first ~1/density exchanges. At P = 32, n = 25M, density 0.01 on 10gbe, Ok-Topk's
+// fastest exchange of ten rose from 10.6 ms (exchanges 0-9) to 16.4-16.8 (each ten of exchanges
+// 60-99) while gtopk-rd's went from 12.9 to 12.8-14.4, bytes unchanged (docs/results/findings.md):
+// trials at start-up chose Ok-Topk, which 100 exchanges later was the slower. So a settled choice
+// is tried again after kAutoRetrialFirst of its exchanges, then after twice as many each time, up
+// to every kAutoRetrialMost: a re-trial costs a few exchanges (warm-ups included), a share that
+// halves each time.
 
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +64,14 @@ inline constexpr double kTrialTieTolerance = 0.03;
 // fastest) is its steady time.
 inline constexpr int kAutoWarmupRounds = 2;
 
+// Settled exchanges of one (workers, n, k) before its trials run again, the interval doubling after
+// each re-trial up to kAutoRetrialMost. Only the candidates whose last trial was within
+// kRetrialFactor of the fastest run again (one that was over twice as slow will not have overtaken
+// it; re-trying it would cost the most); when that leaves the settled one alone, nothing runs.
+inline constexpr std::uint64_t kAutoRetrialFirst = 128;
+inline constexpr std::uint64_t kAutoRetrialMost = 8192;
+inline constexpr double kRetrialFactor = 2.0;
+
 // The candidates worth timing for (workers, n, k) on `network`, cheapest closed form first.
 struct AutoTrial {
   std::string_view aggregator;
@@ -69,7 +86,7 @@ std::vector<AutoTrial> plausible_candidates(int workers, std::size_t n, std::siz
 RankTraffic auto_trial_traffic(int workers, int rank);
 
 // What an auto aggregator decided, for reports: the network it used, the choice of its last call,
-// and for the last (n, k) it met its trials and what it settled on (empty while still trying).
+// and for the last (n, k) it met its latest trials and what it settled on (empty while trying).
 struct AutoDecision {
   NetworkEstimate network;
   std::string_view last_choice;
@@ -78,6 +95,10 @@ struct AutoDecision {
   std::vector<AutoTrial> trials;
   std::uint64_t trial_exchanges = 0;  // exchanges spent on trials, warm-ups included, over every (n, k)
   std::uint64_t timed_exchanges = 0;  // those of them timed (each adds auto_trial_traffic)
+  std::uint64_t retrials = 0;         // trials run again for a settled (n, k), over every (n, k)
+  // The last (n, k): how many of this aggregator's exchanges came before its first settled one (its
+  // first trials, and every exchange of any (n, k) met before); meaningful once it has settled.
+  std::uint64_t first_settled_after = 0;
 };
 // Null unless `aggregator` is auto's.
 const AutoDecision* auto_decision(const Aggregator& aggregator);

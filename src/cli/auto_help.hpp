@@ -1,0 +1,21 @@
+#pragma once
+// The --auto-trials help that train and bench comm share, its numbers from the collectives layer.
+
+#include <fmt/core.h>
+
+#include <string>
+
+#include "sparsgd/collectives/auto_select.hpp"
+
+namespace sparsgd::cli {
+
+inline std::string auto_trials_help() {
+  return fmt::format(
+      "auto: runs each candidate within {}x of the closed forms' cheapest {} times untimed, then times it this many "
+      "times and keeps the fastest, trying again after {} settled exchanges, then twice as many each time up to every "
+      "{}; 0: the closed forms' choice (reproducible)",
+      collectives::kTrialFactor, collectives::kAutoWarmupRounds, collectives::kAutoRetrialFirst,
+      collectives::kAutoRetrialMost);
+}
+
+}  // namespace sparsgd::cli
