@@ -9,18 +9,23 @@
 # auto (256 threads on 2 cores), so the sweep goes ROUNDS times over all points, each time running
 # every fixed aggregator and auto at a point one after the other; a cell is the median over the rounds,
 # and auto's ratio to the best fixed aggregator is also given per round (same round, minutes apart at
-# most). Every table comes twice, from the same runs: with each run's median over its counted
-# iterations, and with its floor (the fastest of them), which interference from other processes or the
-# host cannot raise; the report measures how much each moves between rounds. Fixed aggregators run
-# ITERS iterations and count the last ITERS - 1 (the first allocates); auto runs ITERS + 16 (its trials
-# take at most 16: 4 candidates, 2 warm-up and 2 timed rounds) and counts the ITERS - 1 after its
-# trials.
+# most).
+# Every run, fixed or auto, makes 16 + ITERS exchanges and counts the same ones, the ITERS - 1 from
+# exchange 17 on (0-based): auto's trials take at most 16 (4 candidates, 2 warm-ups and 2 timed rounds
+# each), and with error feedback a cost moves with the exchange's index (the residuals change what the
+# workers select: at P = 32, n = 25M, density 0.01, Ok-Topk's fastest exchange of ten rose from 10.6 ms
+# in the first ten to 16.4-16.8 by the 60th-99th, docs/results/findings.md), so auto's exchanges after
+# its trials are compared with the fixed aggregators' same exchanges, not with their first ones. (Up to
+# session 23 fixed runs counted their exchanges 1-10: docs/results/comm/auto-early-window/.)
+# Every table comes twice, from the same runs: with each run's median over its counted iterations,
+# and with its floor (the fastest of them), which interference from other processes or the host
+# cannot raise; the report measures how much each moves between rounds.
 # After the first round, a fixed aggregator more than 2x the best fixed run of its point in that round is
 # not run again (repeats cannot make it the best; dense at n = 25M costs minutes a run): its cell is
 # its first round's figure. gtopk-rd always runs (it also tells whether a point fits in memory).
 # A run that bench comm refuses for lack of memory (it says how much it needs) is reported with the
 # closed form instead. Each run's result (bench comm's JSON, about 1 KB, or why it did not run) is
-# kept in docs/results/comm/auto/ROUND/, committed, so that the sweep (2-3 hours) continues in a
+# kept in docs/results/comm/auto/ROUND/, committed, so that the sweep (4-5 hours) continues in a
 # later session or on a fresh machine: a point's runs land there together once the point is done (a
 # point stopped half-way runs again whole), a finished point is not run again, and each run records
 # the CPU it ran on (the report names every one).
@@ -35,6 +40,7 @@ iters=${2:-11}
 sparsgd=${SPARSGD:-build/sparsgd}
 [ -x "$sparsgd" ] || { bash scripts/setup.sh; sparsgd=build/sparsgd; }
 runs=docs/results/comm/auto
+first=17  # the first counted exchange, the same for every run (see above)
 scratch=runs/auto-scratch  # a run's output until it is finished
 mkdir -p "$scratch"
 # run_one P N DENSITY NETWORK AGGREGATOR OUT [extra bench comm options]: one cached run; a run that
@@ -45,7 +51,7 @@ run_one() {
   [ -s "$out.json" ] || [ -s "$out.refused" ] && return 0
   local args=(bench comm --transport local --workers "$p" --n "$n" --density "$d" --aggregator "$agg"
               --network "$net" --json "$@")
-  if [ "$agg" = auto ]; then args+=(--iters $((iters + 16))); else args+=(--iters "$iters"); fi
+  args+=(--iters $((first + iters - 1)))
   # The serial replay holds every worker and follows every entry through every round (gtopk-rd:
   # over 10 minutes a run at P = 32, n = 25M, density 0.01, before its reference became
   # O(k P log P); not measured since): past 2M pairs in all (P k), correctness is the tests' job.
@@ -70,12 +76,12 @@ run_one() {
 # run): interference can raise a median past 2x, not a floor.
 out_of_contention() {
   (($1 > 1)) && [ "$4" != auto ] && [ "$4" != gtopk-rd ] || return 1
-  /usr/bin/python3 - "$runs/1" "$2" "$3" "$4" "$iters" <<'PY'
+  /usr/bin/python3 - "$runs/1" "$2" "$3" "$4" "$iters" "$first" <<'PY'
 import json, pathlib, sys
-folder, point, suffix, agg, iters = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+folder, point, suffix, agg, iters, first = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 def floor(name):
     f = folder / f"{point}-{name}{suffix}.json"
-    return min(json.loads(f.read_text())["sim_comm_ms_per_iteration"][1:iters]) if f.exists() else None
+    return min(json.loads(f.read_text())["sim_comm_ms_per_iteration"][first:first + iters - 1]) if f.exists() else None
 times = {a: floor(a) for a in ("gtopk-rd", "oktopk", "allgather", "dense")}
 known = [t for t in times.values() if t is not None]
 sys.exit(0 if times[agg] is None or not known or times[agg] > 2 * min(known) else 1)
@@ -124,18 +130,17 @@ for ((round = 1; round <= rounds; round++)); do
     done
   done
 done
-/usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" <<'PY'
+/usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" "$first" <<'PY'
 import functools, json, pathlib, re, statistics, subprocess, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import cpu_model
-runs, rounds, iters, sparsgd = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+runs, rounds, iters, sparsgd, first = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 here = cpu_model()
 cpu = " and ".join(sorted({f.read_text().strip() for f in runs.glob("*/*.machine")}) or [here])
 fixed = ["gtopk-rd", "oktopk", "allgather", "dense"]
 # How the auto runs on record were made (a table made by an earlier version says what that one did).
 auto_runs = [json.loads(f.read_text()) for f in sorted(runs.glob("*/*-auto*.json"))]
 tried = [r for r in auto_runs if r.get("auto") and len(r["auto"]["trials"]) > 1 and r["auto"]["settled"]]
-auto_iters = sorted({r["iters"] for r in auto_runs}) or [iters + 16]
 warmups = sorted({(r["auto"]["trial_exchanges"] - r["auto"]["timed_exchanges"]) // len(r["auto"]["trials"]) for r in tried})
 timed = sorted({r["auto"]["timed_exchanges"] // len(r["auto"]["trials"]) for r in tried})
 said = lambda values: " or ".join(str(v) for v in values) if values else "?"
@@ -150,17 +155,16 @@ def model_ms(p, n, d, net, agg):
     return next(r["comm_ms"] for r in json.loads(out.stdout)["rows"] if r["method"] == method)
 
 def counted_ms(run):
-    # The ITERS - 1 counted iterations: a fixed aggregator's after its first (which allocates), auto's
-    # after its trials (each candidate's first exchange is an untimed trial; with no trial, its first
-    # exchange is skipped as a fixed one's).
+    # The ITERS - 1 counted exchanges, from exchange `first` on, the same for every run; auto must have
+    # settled before them (first_settled_after: its exchanges before it first settled).
     per = run["sim_comm_ms_per_iteration"]
-    # (first_settled_after: since auto tries again after 128 settled exchanges, trial_exchanges can
-    # count later trials too; runs made before then lack the field and never tried again.)
-    first = max(1, run["auto"].get("first_settled_after", run["auto"]["trial_exchanges"])) if run.get("auto") else 1
+    if run.get("auto") and run["auto"]["first_settled_after"] > first:
+        raise SystemExit(f"an auto run settled after {run['auto']['first_settled_after']} exchanges, later than the "
+                         f"first counted one ({first})")
     counted = per[first:first + iters - 1]
     if len(counted) < iters - 1:
-        raise SystemExit(f"a run has {len(per)} iterations, {first} of them before the counted ones: "
-                         f"fewer than the {iters - 1} to count (was it made with other ITERS?)")
+        raise SystemExit(f"a run has {len(per)} iterations: fewer than the {first} before the counted ones and "
+                         f"the {iters - 1} to count (was it made with other ITERS?)")
     return counted
 
 # Two figures per run: the median of its counted iterations, and its floor (the fastest of them).
@@ -182,10 +186,10 @@ lines = ["<!-- auto sweep begin: generated by scripts/report-auto.sh -->",
          f"The sweep went {rounds} times over the 24 points (rounds); in each, every fixed aggregator and auto",
          "ran at a point one after the other, and a cell is the median over the rounds (after the first round, a",
          "fixed aggregator over 2x the best fixed run of its point in that round is not run again: its cell is its",
-         "first round's figure). Fixed aggregators:",
-         f"{iters} iterations, counting the last {iters - 1} (a first exchange allocates and first touches its",
-         f"buffers: 2-4x the steady time at n = 25M). auto: {said(auto_iters)} iterations, counting the {iters - 1} after its",
-         "trials: its closed forms propose the cheapest candidate, the candidates within 3x of it are each run",
+         f"first round's figure). Every run, fixed or auto, makes {first + iters - 1} exchanges and counts the same {iters - 1},",
+         f"from exchange {first} on (0-based): auto's trials take at most 16, and with error feedback a cost moves with",
+         "the exchange's index (findings.md), so auto's settled exchanges are compared with the fixed aggregators'",
+         "same exchanges. auto's closed forms propose the cheapest candidate, the candidates within 3x of it are each run",
          f"{said(warmups)} times untimed (warm-ups) and then timed {said(timed)} times (the trial exchanges, real exchanges whose results are",
          "exact), and it keeps the fastest (within 3%: the cheaper closed form). `selections`: `top-k`, each",
          "worker's top-k of its synthetic gradient with error feedback (the trainer's exchange); `drawn`, where",
