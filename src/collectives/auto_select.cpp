@@ -110,8 +110,7 @@ class AutoAggregator final : public Aggregator {
   // of the fastest run their trials again (warm-ups included: those not chosen were freed), every
   // rank alike (the same calls, the same max-reduced times). The interval doubles either way.
   void begin_retrial(Settlement& s) {
-    double fastest_seconds = s.trials.front().measured_seconds;
-    for (const AutoTrial& trial : s.trials) fastest_seconds = std::min(fastest_seconds, trial.measured_seconds);
+    const double fastest_seconds = fastest_trial_seconds(s.trials);
     std::vector<AutoTrial> again;
     for (const AutoTrial& trial : s.trials) {
       if (trial.measured_seconds <= kRetrialFactor * fastest_seconds) {
@@ -144,10 +143,13 @@ class AutoAggregator final : public Aggregator {
     return s;
   }
 
+  static double fastest_trial_seconds(const std::vector<AutoTrial>& trials) {
+    return std::ranges::min(trials, {}, &AutoTrial::measured_seconds).measured_seconds;
+  }
+
   // The first candidate (cheapest closed form first) within the tie tolerance of the fastest trial.
   static std::string_view fastest(const std::vector<AutoTrial>& trials) {
-    double best = trials.front().measured_seconds;
-    for (const AutoTrial& trial : trials) best = std::min(best, trial.measured_seconds);
+    const double best = fastest_trial_seconds(trials);
     for (const AutoTrial& trial : trials) {
       if (trial.measured_seconds <= best * (1.0 + kTrialTieTolerance)) return trial.aggregator;
     }
