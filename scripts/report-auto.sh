@@ -17,6 +17,9 @@
 # in the first ten to 16.4-16.8 by the 60th-99th, docs/results/findings.md), so auto's exchanges after
 # its trials are compared with the fixed aggregators' same exchanges, not with their first ones. (Up to
 # session 23 fixed runs counted their exchanges 1-10: docs/results/comm/auto-early-window/.)
+# Every run waits for the machine to be quiet and is made again when other processes took CPU during it
+# (scripts/quiet.py; OUT.load records it): a test suite beside the sweep made one auto run 14% slower
+# than the same run alone, too little for a floor to catch and too much for the 5% bar.
 # Every table comes twice, from the same runs: with each run's median over its counted iterations,
 # and with its floor (the fastest of them), which interference from other processes or the host
 # cannot raise; the report measures how much each moves between rounds.
@@ -57,18 +60,29 @@ run_one() {
   # O(k P log P); not measured since): past 2M pairs in all (P k), correctness is the tests' job.
   awk -v p="$p" -v n="$n" -v d="$d" 'BEGIN { exit !(p * int(n * d) > 2000000) }' && args+=(--no-verify)
   echo "$(date +%H:%M:%S) P=$p n=$n d=$d $net $agg $* -> $out" >&2
-  local tmp
+  local tmp attempt
   tmp=$scratch/$(basename "$out")
-  if "$sparsgd" "${args[@]}" >"$tmp.tmp" 2>"$tmp.err"; then
-    /usr/bin/python3 scripts/machine.py >"$out.machine"
-    mv "$tmp.tmp" "$out.json"
-  elif grep -q "needs about" "$tmp.err"; then
-    mv "$tmp.err" "$out.refused"
-  else
-    cat "$tmp.err" >&2
-    exit 1
-  fi
-  rm -f "$tmp.tmp" "$tmp.err"
+  # Each run starts once the machine is quiet and is made again (up to 3 times in all) if other
+  # processes took more CPU meanwhile than it can absorb (scripts/quiet.py); OUT.load records the
+  # run kept, and the report names every run kept although disturbed.
+  for attempt in 1 2 3; do
+    if /usr/bin/python3 scripts/quiet.py "$tmp.load" -- "$sparsgd" "${args[@]}" >"$tmp.tmp" 2>"$tmp.err"; then
+      if grep -q '"disturbed": true' "$tmp.load" && ((attempt < 3)); then
+        echo "$(date +%H:%M:%S)   other processes were busy during it ($(cat "$tmp.load")): again" >&2
+        continue
+      fi
+      /usr/bin/python3 scripts/machine.py >"$out.machine"
+      mv "$tmp.load" "$out.load"
+      mv "$tmp.tmp" "$out.json"
+    elif grep -q "needs about" "$tmp.err"; then
+      mv "$tmp.err" "$out.refused"
+    else
+      cat "$tmp.err" >&2
+      exit 1
+    fi
+    break
+  done
+  rm -f "$tmp.tmp" "$tmp.err" "$tmp.load"
 }
 # out_of_contention ROUND POINT SUFFIX AGGREGATOR: true, after the first round, for a fixed aggregator
 # other than gtopk-rd whose first-round run at POINT (the name under $runs/1) took more than 2x that
@@ -310,6 +324,20 @@ if spreads["median"]:
     lines += ["", f"Run-to-run spread of the same fixed aggregator at the same point across the rounds"
               f" ({len(spreads['median'])} cases; largest over smallest figure): medians {quantiles(spreads['median'])};",
               f"floors {quantiles(spreads['floor'])}."]
+# How quiet the machine was (scripts/quiet.py): each run started once it was, and was made again
+# when other processes took more CPU during it than it can absorb.
+loads = {f: json.loads(f.read_text()) for f in sorted(runs.glob("*/*.load"))}
+unrecorded = len(list(runs.glob("*/*.json"))) - len(loads)
+if loads:
+    shares = [l["others_cpu_s"] / l["wall_s"] for l in loads.values() if l["wall_s"] > 0]
+    kept = [f"{f.parent.name}/{f.stem} ({l['others_cpu_s']:.1f} s of others' CPU in {l['wall_s']:.0f} s)"
+            for f, l in loads.items() if l["disturbed"]]
+    lines += ["", f"Quiet: {len(loads)} runs recorded how much CPU other processes took while they ran (all cores' busy",
+              "time less the run's own; a run starts only after 2 s in which others took under 5% of a core, and is made",
+              "again, up to 3 times, when others took over 0.5 s + 2% of its wall time): the most any took was "
+              f"{100 * max(shares):.1f}% of a core" + (f"; kept although disturbed: {'; '.join(kept)}." if kept else
+                                                      "; none kept although disturbed.")
+              + (f" {unrecorded} runs, made before the record was kept, have none." if unrecorded > 0 else "")]
 if missing:
     lines += ["", f"Incomplete: {missing} runs not made yet (rerun the script; finished runs are kept)."]
 lines += ["<!-- auto sweep end -->"]
