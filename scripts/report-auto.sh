@@ -183,8 +183,9 @@ def counted_ms(run):
 
 # Two figures per run: the median of its counted iterations, and its floor (the fastest of them).
 # Another process or the host taking the CPU can only add to a worker's charged CPU time, never take
-# from it, so the floor is what the exchange costs undisturbed and varies far less between runs (the
-# spread table below measures both on these runs).
+# from it, so the floor is what the exchange costs undisturbed by bursts and varies far less between runs
+# (the spread table below measures both on these runs); load that lasts a whole run raises the floor too,
+# which is what scripts/quiet.py is for.
 STATISTICS = {"median": statistics.median, "floor": min}
 
 def fmt_range(values):
@@ -329,13 +330,17 @@ if spreads["median"]:
 loads = {f: json.loads(f.read_text()) for f in sorted(runs.glob("*/*.load"))}
 unrecorded = len(list(runs.glob("*/*.json"))) - len(loads)
 if loads:
-    shares = [l["others_cpu_s"] / l["wall_s"] for l in loads.values() if l["wall_s"] > 0]
+    most = max(loads.values(), key=lambda l: l["others_cpu_s"])
+    # A run of a second shows a tenth of a second of others' CPU (the clock ticks of two cores) as a share.
+    shares = [l["others_cpu_s"] / l["wall_s"] for l in loads.values() if l["wall_s"] >= 10]
     kept = [f"{f.parent.name}/{f.stem} ({l['others_cpu_s']:.1f} s of others' CPU in {l['wall_s']:.0f} s)"
             for f, l in loads.items() if l["disturbed"]]
     lines += ["", f"Quiet: {len(loads)} runs recorded how much CPU other processes took while they ran (all cores' busy",
               "time less the run's own; a run starts only after 2 s in which others took under 5% of a core, and is made",
-              "again, up to 3 times, when others took over 0.5 s + 2% of its wall time): the most any took was "
-              f"{100 * max(shares):.1f}% of a core" + (f"; kept although disturbed: {'; '.join(kept)}." if kept else
+              "again, up to 3 times, when others took over 0.5 s + 2% of its wall time): the most any kept run saw others "
+              f"take was {most['others_cpu_s']:.2f} s (in {most['wall_s']:.0f} s)"
+              + (f"; as a share of one core, over runs of 10 s or more, at most {100 * max(shares):.1f}%" if shares else "")
+              + (f"; kept although disturbed: {'; '.join(kept)}." if kept else
                                                       "; none kept although disturbed.")
               + (f" {unrecorded} runs, made before the record was kept, have none." if unrecorded > 0 else "")]
 if missing:
