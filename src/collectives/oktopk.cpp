@@ -224,31 +224,26 @@ class OkTopk final : public Aggregator {
     }
     region_.dim = local.dim;
     region_.resize(touched_.size());
+    // Entry e of the region is its sum at offset `at`, whose flag and sum are cleared for the next call.
+    auto take = [&](std::size_t e, std::size_t at) {
+      region_.indices[e] = begin + static_cast<std::uint32_t>(at);
+      region_.values[e] = sums_[at];
+      sums_[at] = 0.0f;
+      seen_[at] = 0;
+    };
     const std::size_t m = touched_.size();
     if (width <= kScanFactor * m * static_cast<std::size_t>(std::bit_width(m))) {
       // Dense enough that one pass over the region's flags, in index order, costs less than sorting
       // what was touched: once error feedback spreads the workers' selections apart the union nears
-      // k entries a region (P = 32, n = 25M, density 0.01: 250,000 of a 781,250-wide region), and
-      // sorting them was most of Ok-Topk's compute.
+      // k entries a region (P = 32, n = 25M, density 0.01: 250,000 of a 781,250-wide region), a sort
+      // of milliseconds a rank (the scan took 15% off Ok-Topk's fastest exchanges there: findings.md).
       std::size_t e = 0;
       for (std::size_t at = 0; at < width; ++at) {
-        if (seen_[at]) {
-          region_.indices[e] = begin + static_cast<std::uint32_t>(at);
-          region_.values[e] = sums_[at];
-          sums_[at] = 0.0f;
-          seen_[at] = 0;
-          ++e;
-        }
+        if (seen_[at]) take(e++, at);
       }
     } else {
       std::sort(touched_.begin(), touched_.end());
-      for (std::size_t e = 0; e < m; ++e) {
-        const std::size_t at = touched_[e] - begin;
-        region_.indices[e] = touched_[e];
-        region_.values[e] = sums_[at];
-        sums_[at] = 0.0f;
-        seen_[at] = 0;
-      }
+      for (std::size_t e = 0; e < m; ++e) take(e, touched_[e] - begin);
     }
   }
 
