@@ -13,7 +13,7 @@ rusage); the caller runs it again when that was more than the run can absorb.
       waits for quiet (up to --max-wait seconds, default 1800), runs COMMAND with this process's
       standard streams, writes LOADFILE (JSON: wall_s, own_cpu_s, others_cpu_s, waited_s, disturbed)
       and exits with COMMAND's status.
-  from quiet import cpu_busy_seconds, disturbed   in a report's Python (scripts/ on sys.path)
+  import quiet   in a report's Python (scripts/ on sys.path): its thresholds, to state them
 """
 
 import json

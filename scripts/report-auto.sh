@@ -28,8 +28,8 @@
 # (scripts/quiet.py; OUT.load records it): a test suite beside the sweep made one auto run 14% slower
 # than the same run alone, too little for a floor to catch and too much for the 5% bar.
 # Every table comes twice, from the same runs: with each run's median over its counted iterations,
-# and with its floor (the fastest of them), which interference from other processes or the host
-# cannot raise; the report measures how much each moves between rounds.
+# and with its floor (the fastest of them), which bursts of interference from other processes or the
+# host cannot raise; the report measures how much each moves between rounds.
 # After the first round, a fixed aggregator more than 2x the best fixed run of its point in that round is
 # not run again (repeats cannot make it the best; dense at n = 25M costs minutes a run): its cell is
 # its first round's figure. gtopk-rd always runs (it also tells whether a point fits in memory).
@@ -186,8 +186,9 @@ PY
 fi
 /usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" "$first" "$cheap_rounds" <<'PY'
 import functools, json, pathlib, re, statistics, subprocess, sys
-sys.path.insert(0, "scripts")  # machine.py
+sys.path.insert(0, "scripts")  # machine.py, quiet.py
 from machine import cpu_model
+import quiet
 runs, rounds, iters, sparsgd, first = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 cheap_rounds = int(sys.argv[6])
 cheap_file = runs / "cheap-points"
@@ -384,8 +385,10 @@ if loads:
     kept = [f"{f.parent.name}/{f.stem} ({l['others_cpu_s']:.1f} s of others' CPU in {l['wall_s']:.0f} s)"
             for f, l in loads.items() if l["disturbed"]]
     lines += ["", f"Quiet: {len(loads)} runs recorded how much CPU other processes took while they ran (all cores' busy",
-              "time less the run's own; a run starts only after 2 s in which others took under 5% of a core, and is made",
-              "again, up to 3 times, when others took over 0.5 s + 2% of its wall time): the most any kept run saw others "
+              f"time less the run's own; a run starts only after {quiet.QUIET_SAMPLE_S:g} s in which others took under "
+              f"{100 * quiet.QUIET_SHARE:g}% of a core, and is made",
+              f"again, up to 3 times, when others took over {quiet.ALLOWED_FIXED_S:g} s + {100 * quiet.ALLOWED_SHARE:g}% of "
+              "its wall time): the most any kept run saw others "
               f"take was {most['others_cpu_s']:.2f} s (in {most['wall_s']:.0f} s)"
               + (f"; as a share of one core, over runs of 10 s or more, at most {100 * max(shares):.1f}%" if shares else "")
               + (f"; kept although disturbed: {'; '.join(kept)}." if kept else
