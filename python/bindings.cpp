@@ -17,6 +17,7 @@
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
 #include "sparsgd/collectives/reference.hpp"
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/compress/compressor.hpp"
@@ -273,6 +274,9 @@ PYBIND11_MODULE(_C, m) {
     return d;
   }, py::arg("aggregator"), py::arg("workers"), py::arg("n"), py::arg("density"), py::arg("network"),
         "The closed-form alpha-beta cost of one aggregation of n floats (k from the density) on P workers");
+  m.def("version", [] { return std::string(version()); }, "The library's version, e.g. '0.1.0'");
+  m.def("source_revision", [] { return std::string(source_revision()); },
+        "The git commit the library was built from ('-dirty': with changes; 'unknown': not from git)");
   m.def("compressor_names", [] { return compress::compressor_names(); });
   m.def("aggregator_names", [] { return collectives::aggregator_names(); });
   m.def("aggregator_properties", [](const std::string& name) {

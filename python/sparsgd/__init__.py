@@ -11,7 +11,8 @@ import torch as _torch  # loads LibTorch before the extension that links it
 from . import _C
 from ._C import Error, InvalidArgument, InvalidData, PeerFailed, TransportError, aggregator_properties
 
-__version__ = "0.1.0"
+__version__ = _C.version()
+__revision__ = _C.source_revision()  # the git commit the C++ library was built from
 COMPRESSORS = tuple(_C.compressor_names())
 AGGREGATORS = tuple(_C.aggregator_names())
 

@@ -27,6 +27,7 @@
 #include "sparsgd/collectives/replay.hpp"
 #include "sparsgd/collectives/selection_replay.hpp"
 #include "sparsgd/collectives/agreement.hpp"
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/hash.hpp"
 #include "sparsgd/core/memory.hpp"
@@ -491,7 +492,8 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                  {"network_measured", d.network.measured}};
   }
   if (o.json) {
-    nlohmann::json doc = {{"transport", o.transport},
+    nlohmann::json doc = {{"sparsgd", build_identity()},
+                          {"transport", o.transport},
                           {"workers", workers},
                           {"n", o.n},
                           {"k", k},

@@ -17,6 +17,7 @@
 #include "cli/statistics.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/compress/compressor.hpp"
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/memory.hpp"
@@ -172,7 +173,8 @@ void run_bench_select(const SelectOptions& opt) {
       if (m.indices != nullptr) entry["selected"] = m.indices->size();
       results.push_back(entry);
     }
-    const nlohmann::json doc = {{"n", opt.n},           {"k", k},
+    const nlohmann::json doc = {{"sparsgd", build_identity()},
+                                {"n", opt.n},           {"k", k},
                                 {"density", opt.density}, {"dist", opt.dist},
                                 {"repeat", opt.repeat},   {"topk_path", select::to_string(topk_path)},
                                 {"results", results},     {"verified", verified},

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/torch_executable.hpp"
 #include "cli/validators.hpp"
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/stop_request.hpp"
 
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
 #endif
   CLI::App app{"sparsgd: sparse gradient exchange (gTop-k, rTop-k, Top-k) for data-parallel SGD"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "sparsgd 0.1.0");
+  app.set_version_flag("--version", "sparsgd " + sparsgd::build_identity());
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: selection kernels, and compression + aggregation on P workers");
   bench->require_subcommand(1);
   sparsgd::cli::register_bench_select(*bench);

@@ -19,6 +19,7 @@
 #include "cli/statistics.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/compress/error_feedback.hpp"
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/file_io.hpp"
@@ -152,7 +153,8 @@ void run_simulate(const SimulateOptions& o) {
                      {"compress_ms", r.compress_ms}, {"comm_ms", r.comm_ms}, {"iteration_ms", r.iteration_ms},
                      {"efficiency", r.efficiency}, {"paper_efficiency", p ? nlohmann::json(*p) : nlohmann::json()}});
     }
-    const nlohmann::json doc = {{"model", o.model},       {"parameters", params},
+    const nlohmann::json doc = {{"sparsgd", build_identity()},
+                                {"model", o.model},       {"parameters", params},
                                 {"density", o.density},   {"network", network.name},
                                 {"index_coding", o.index_coding},
                                 {"compute_ms", compute},  {"compress_ms", compress},

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/error.hpp"
 #include "collectives/tags.hpp"
 
@@ -82,7 +83,11 @@ std::string field_value(double value) {
   return text;
 }
 
-void check_ranks_agree(transport::Transport& t, const ConfigFields& fields, const std::string& what) {
+void check_ranks_agree(transport::Transport& t, const ConfigFields& given, const std::string& what) {
+  // The build comes first: two builds may read each other's messages or options differently, so
+  // a job that mixes them (a node left on an older install) stops here, naming both.
+  ConfigFields fields = {{"sparsgd build", build_identity()}};
+  fields.insert(fields.end(), given.begin(), given.end());
   const std::string mine = encode(fields);
   SPARSGD_ENFORCE_LE(mine.size(), kMaxBytes, "configuration too long to compare");
   std::string verdict;

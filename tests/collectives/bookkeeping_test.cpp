@@ -9,6 +9,7 @@
 #include "collectives/tags.hpp"
 #include "sparsgd/collectives/agreement.hpp"
 #include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/transport/local.hpp"
@@ -200,6 +201,33 @@ TEST(DisagreeingRanks, CheckRanksAgreePassesWhenEqualAndNamesTheFieldAndRanksOth
   });
   EXPECT_EQ(errors[0], "ranks disagree on x: 'b': (missing) on rank 0, 2 on rank 1");
   EXPECT_EQ(errors[1], errors[0]);
+}
+
+// A rank running another build of the library (a node left on an older install) is named at
+// start-up. Rank 1 plays that build by sending the configuration message itself: first one that
+// names another build, then one from a build before the field existed.
+TEST(DisagreeingRanks, ARankOfAnotherBuildIsNamed) {
+  const std::string mine = build_identity();
+  for (const bool older : {false, true}) {
+    std::string got;
+    transport::run_local_workers(2, [&](transport::Transport& t) {
+      if (t.rank() == 0) {
+        try {
+          check_ranks_agree(t, {{"a", "1"}}, "x");
+        } catch (const InvalidArgument& e) {
+          got = e.what();
+        }
+        return;
+      }
+      using namespace std::string_literals;
+      const std::string other = older ? "a\0" "1\0"s : "sparsgd build\0" "0.0.9 (0123456789ab)\0" "a\0" "1\0"s;
+      t.send(0, tags::kAgreementGather, std::as_bytes(std::span(other.data(), other.size())));
+      std::vector<std::byte> verdict;
+      t.recv(0, tags::kAgreementVerdict, verdict, 1 << 20);
+    });
+    EXPECT_EQ(got, older ? "ranks disagree on x: 'sparsgd build': " + mine + " on rank 0, (a field named 'a') on rank 1"
+                         : "ranks disagree on x: 'sparsgd build': " + mine + " on rank 0, 0.0.9 (0123456789ab) on rank 1");
+  }
 }
 
 TEST(DisagreeingRanks, BroadcastTextGivesEveryRankRankZerosText) {

@@ -3,6 +3,8 @@ hang: no process group, bad options, ranks that disagree, NaN/Inf gradients (sto
 parameter set that changes, a state_dict from another rank, and a rank that dies mid-training."""
 
 import math
+import os
+import re
 import time
 
 import pytest
@@ -49,6 +51,12 @@ def test_refuses_to_start_without_a_process_group():
 def test_refuses_bad_options_before_anything_else(kwargs, message):
     with pytest.raises(ValueError, match=message):
         st.HookState(**kwargs)
+
+
+def test_the_package_names_the_build_it_runs():
+    # CTest passes CMake's project version; the revision is the commit the C++ library was built from.
+    assert sparsgd.__version__ == os.environ.get("SPARSGD_PROJECT_VERSION", "(run me through ctest)")
+    assert re.fullmatch(r"[0-9a-f]{12}(-dirty|-unchecked)?|unknown", sparsgd.__revision__), sparsgd.__revision__
 
 
 def test_aggregator_descriptors_are_readable_and_unknown_names_refused():

@@ -19,6 +19,7 @@ std::string field_value(double value);
 
 // Collective. Throws InvalidArgument on every rank if any rank's fields differ from rank 0's
 // (names, order or values), e.g. "ranks disagree on 'density': 0.01 on rank 0, 0.001 on ranks 2, 3".
+// The library's build (sparsgd/core/build_info.hpp) is compared first, as the field 'sparsgd build'.
 // `what` names the configuration in the message ("the DDP hook's options").
 void check_ranks_agree(transport::Transport& t, const ConfigFields& fields, const std::string& what);
 

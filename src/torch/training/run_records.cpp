@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "run_state.hpp"
+#include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/file_io.hpp"
 
 #include <nlohmann/json.hpp>
@@ -88,6 +89,7 @@ std::string to_json(const TrainSummary& s) {
   nlohmann::json options = nlohmann::json::object();
   for (const auto& [flag, value] : s.options) options[flag.substr(2)] = value;
   const nlohmann::json doc = {
+      {"sparsgd", build_identity()},
       {"method", compressor + "+" + s.aggregator},
       {"r_factor", s.r_factor},
       {"task", s.task},
