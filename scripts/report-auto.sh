@@ -53,6 +53,11 @@ sparsgd=${SPARSGD:-build/sparsgd}
 [ -x "$sparsgd" ] || { bash scripts/setup.sh; sparsgd=build/sparsgd; }
 runs=docs/results/comm/auto
 first=17  # the first counted exchange, the same for every run (see above)
+attempts=3  # a run disturbed by other processes is made at most this many times in all
+# The 24 points, one a line: P N DENSITY NETWORK. The loops below and the report read this list.
+grid=$(for p in 4 32 256; do for n in 1000000 25000000; do for d in 0.001 0.01; do for net in paper-1gbe 10gbe; do
+         echo "$p $n $d $net"
+       done; done; done; done)
 scratch=runs/auto-scratch  # a run's output until it is finished
 mkdir -p "$scratch"
 # run_one P N DENSITY NETWORK AGGREGATOR OUT [extra bench comm options]: one cached run; a run that
@@ -71,12 +76,12 @@ run_one() {
   echo "$(date +%H:%M:%S) P=$p n=$n d=$d $net $agg $* -> $out" >&2
   local tmp attempt
   tmp=$scratch/$(basename "$out")
-  # Each run starts once the machine is quiet and is made again (up to 3 times in all) if other
+  # Each run starts once the machine is quiet and is made again (up to $attempts times in all) if other
   # processes took more CPU meanwhile than it can absorb (scripts/quiet.py); OUT.load records the
   # run kept, and the report names every run kept although disturbed.
-  for attempt in 1 2 3; do
+  for ((attempt = 1; attempt <= attempts; attempt++)); do
     if /usr/bin/python3 scripts/quiet.py "$tmp.load" -- "$sparsgd" "${args[@]}" >"$tmp.tmp" 2>"$tmp.err"; then
-      if grep -q '"disturbed": true' "$tmp.load" && ((attempt < 3)); then
+      if ((attempt < attempts)) && /usr/bin/python3 -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1]))["disturbed"])' "$tmp.load"; then
         echo "$(date +%H:%M:%S)   other processes were busy during it ($(cat "$tmp.load")): again" >&2
         continue
       fi
@@ -146,51 +151,44 @@ run_point() {
   fi
   mv "$scratch/$round/$name"-* "$runs/$round/"
 }
+# The lists are read on descriptor 3, so that nothing a run starts can take them from standard input.
 for ((round = 1; round <= rounds; round++)); do
   $report_only && break
-  for p in 4 32 256; do
-    for n in 1000000 25000000; do
-      for d in 0.001 0.01; do
-        for net in paper-1gbe 10gbe; do
-          run_point "$round" "$p" "$n" "$d" "$net"
-        done
-      done
-    done
-  done
+  while read -r p n d net <&3; do
+    run_point "$round" "$p" "$n" "$d" "$net"
+  done 3<<<"$grid"
 done
 # The cheap points, chosen once from round 1's records (every run under 20 s of wall time; a run
 # with no record does not count as cheap), then their further rounds.
 if ! $report_only && ((cheap_rounds > rounds)); then
   if [ ! -e "$runs/cheap-points" ]; then
-    /usr/bin/python3 - "$runs/1" >"$runs/cheap-points.tmp" <<'PY'
+    /usr/bin/python3 - "$runs/1" "$grid" >"$runs/cheap-points.tmp" <<'PY'
 import json, pathlib, sys
 folder = pathlib.Path(sys.argv[1])
-for p in [4, 32, 256]:
-    for n in [1000000, 25000000]:
-        for d in ["0.001", "0.01"]:
-            for net in ["paper-1gbe", "10gbe"]:
-                point = f"{p}-{n}-{d}-{net}"
-                results = [f for f in folder.glob(f"{point}-*") if f.suffix in (".json", ".refused")]
-                loads = [folder / f"{f.stem}.load" for f in results]
-                if results and all(l.exists() and json.loads(l.read_text())["wall_s"] < 20 for l in loads):
-                    print(point)
+for line in sys.argv[2].splitlines():
+    point = "-".join(line.split())
+    results = [f for f in folder.glob(f"{point}-*") if f.suffix in (".json", ".refused")]
+    loads = [folder / f"{f.stem}.load" for f in results]
+    if results and all(l.exists() and json.loads(l.read_text())["wall_s"] < 20 for l in loads):
+        print(point)
 PY
     mv "$runs/cheap-points.tmp" "$runs/cheap-points"
   fi
   for ((round = rounds + 1; round <= cheap_rounds; round++)); do
     # The last field takes the rest of the name: paper-1gbe.
-    while IFS=- read -r p n d net; do
+    while IFS=- read -r p n d net <&3; do
       run_point "$round" "$p" "$n" "$d" "$net"
-    done <"$runs/cheap-points"
+    done 3<"$runs/cheap-points"
   done
 fi
-/usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" "$first" "$cheap_rounds" <<'PY'
+/usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" "$first" "$cheap_rounds" "$grid" "$attempts" <<'PY'
 import functools, json, pathlib, re, statistics, subprocess, sys
 sys.path.insert(0, "scripts")  # machine.py, quiet.py
 from machine import cpu_model
 import quiet
 runs, rounds, iters, sparsgd, first = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-cheap_rounds = int(sys.argv[6])
+cheap_rounds, attempts = int(sys.argv[6]), int(sys.argv[8])
+grid = [(int(p), int(n), d, net) for p, n, d, net in (line.split() for line in sys.argv[7].splitlines())]
 cheap_file = runs / "cheap-points"
 cheap = cheap_file.read_text().split() if cheap_file.exists() and cheap_rounds > rounds else []
 here = cpu_model()
@@ -198,6 +196,13 @@ cpu = " and ".join(sorted({f.read_text().strip() for f in runs.glob("*/*.machine
 fixed = ["gtopk-rd", "oktopk", "allgather", "dense"]
 # How the auto runs on record were made (a table made by an earlier version says what that one did).
 auto_runs = [json.loads(f.read_text()) for f in sorted(runs.glob("*/*-auto*.json"))]
+# Which build made the runs (bench comm's JSON names it since 98d8f06).
+all_runs = [json.loads(f.read_text()) for f in sorted(runs.glob("*/*.json"))]
+builds = sorted({r["sparsgd"] for r in all_runs if "sparsgd" in r})
+unnamed = sum("sparsgd" not in r for r in all_runs)
+built_by = ("by sparsgd " + " and ".join(builds) if builds else "") + (
+    (", and " if builds else "") + f"{unnamed} runs by a build that did not name itself (before 98d8f06; the"
+    " commits that added them say which)" if unnamed else "")
 tried = [r for r in auto_runs if r.get("auto") and len(r["auto"]["trials"]) > 1 and r["auto"]["settled"]]
 warmups = sorted({(r["auto"]["trial_exchanges"] - r["auto"]["timed_exchanges"]) // len(r["auto"]["trials"]) for r in tried})
 timed = sorted({r["auto"]["timed_exchanges"] // len(r["auto"]["trials"]) for r in tried})
@@ -236,13 +241,14 @@ def fmt_range(values):
     return f"{min(values):.2f}-{max(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
 
 lines = ["<!-- auto sweep begin: generated by scripts/report-auto.sh -->",
-         "## `--aggregator auto` against the fixed aggregators (24 points)", "",
-         f"Generated by `scripts/report-auto.sh {rounds} {iters}` on {cpu} (2 cores; P workers as threads).",
+         f"## `--aggregator auto` against the fixed aggregators ({len(grid)} points)", "",
+         f"Generated by `scripts/report-auto.sh {rounds} {iters} {cheap_rounds}` on {cpu} (2 cores; P workers as threads),"
+         f" {built_by}.",
          "Each run's figure is bench comm's simulated aggregation (the span from the last worker's selection being",
          "ready to the last worker holding the sum) on the named network, each worker's compute charged as",
          "measured thread CPU time, so merges, selections and Ok-Topk's histograms count: the median over the",
          "counted iterations, and (second table) their floor, the fastest of them.",
-         f"The sweep went {rounds} times over the 24 points (rounds); in each, every fixed aggregator and auto",
+         f"The sweep went {rounds} times over the {len(grid)} points (rounds); in each, every fixed aggregator and auto",
          "ran at a point one after the other, and a cell is the median over the rounds (after the first round, a",
          "fixed aggregator over 2x the best fixed run of its point in that round is not run again: its cell is its",
          f"first round's figure)."
@@ -276,29 +282,26 @@ mark = lambda x: f"**{x:.2f}**" if x > 1.05 else f"{x:.2f}"
 # Every run on record: point -> agg -> round -> counted iterations; auto's decisions; refusals.
 points = []
 missing = 0
-for p in [4, 32, 256]:
-    for n in [1000000, 25000000]:
-        for d in ["0.001", "0.01"]:
-            for net in ["paper-1gbe", "10gbe"]:
-                point = f"{p}-{n}-{d}-{net}"
-                point_rounds = cheap_rounds if point in cheap else rounds
-                drawn = any((runs / str(r) / f"{point}-gtopk-rd.refused").exists() for r in range(1, point_rounds + 1))
-                suffix = ".drawn" if drawn else ""
-                counted = {agg: {} for agg in fixed + ["auto"]}
-                autos, refusals = {}, {}
-                for r in range(1, point_rounds + 1):
-                    for agg in fixed + ["auto"]:
-                        f = runs / str(r) / f"{point}-{agg}{suffix}.json"
-                        if f.exists():
-                            run = json.loads(f.read_text())
-                            counted[agg][r] = counted_ms(run)
-                            if agg == "auto":
-                                autos[r] = run["auto"]
-                        elif (runs / str(r) / f"{point}-{agg}{suffix}.refused").exists():
-                            refusals[agg] = runs / str(r) / f"{point}-{agg}{suffix}.refused"
-                        elif not (runs / str(r) / f"{point}-{agg}{suffix}.skipped").exists():
-                            missing += 1
-                points.append((p, n, d, net, drawn, counted, autos, refusals))
+for p, n, d, net in grid:
+    point = f"{p}-{n}-{d}-{net}"
+    point_rounds = cheap_rounds if point in cheap else rounds
+    drawn = any((runs / str(r) / f"{point}-gtopk-rd.refused").exists() for r in range(1, point_rounds + 1))
+    suffix = ".drawn" if drawn else ""
+    counted = {agg: {} for agg in fixed + ["auto"]}
+    autos, refusals = {}, {}
+    for r in range(1, point_rounds + 1):
+        for agg in fixed + ["auto"]:
+            f = runs / str(r) / f"{point}-{agg}{suffix}.json"
+            if f.exists():
+                run = json.loads(f.read_text())
+                counted[agg][r] = counted_ms(run)
+                if agg == "auto":
+                    autos[r] = run["auto"]
+            elif (runs / str(r) / f"{point}-{agg}{suffix}.refused").exists():
+                refusals[agg] = runs / str(r) / f"{point}-{agg}{suffix}.refused"
+            elif not (runs / str(r) / f"{point}-{agg}{suffix}.skipped").exists():
+                missing += 1
+    points.append((p, n, d, net, drawn, counted, autos, refusals))
 
 verdicts = {}
 for name, statistic in STATISTICS.items():
@@ -387,7 +390,7 @@ if loads:
     lines += ["", f"Quiet: {len(loads)} runs recorded how much CPU other processes took while they ran (all cores' busy",
               f"time less the run's own; a run starts only after {quiet.QUIET_SAMPLE_S:g} s in which others took under "
               f"{100 * quiet.QUIET_SHARE:g}% of a core, and is made",
-              f"again, up to 3 times, when others took over {quiet.ALLOWED_FIXED_S:g} s + {100 * quiet.ALLOWED_SHARE:g}% of "
+              f"again, up to {attempts} times, when others took over {quiet.ALLOWED_FIXED_S:g} s + {100 * quiet.ALLOWED_SHARE:g}% of "
               "its wall time): the most any kept run saw others "
               f"take was {most['others_cpu_s']:.2f} s (in {most['wall_s']:.0f} s)"
               + (f"; as a share of one core, over runs of 10 s or more, at most {100 * max(shares):.1f}%" if shares else "")
