@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks scripts/machine.py, which names the CPU in every report that charges measured CPU time:
 the first "model name" of a cpuinfo file, "?" where the file is missing or names none, and its
-command prints that one line. Usage: machine_test.py SOURCE_DIR"""
+command prints that one line; and the phrase naming the builds behind a report's results.
+Usage: machine_test.py SOURCE_DIR"""
 
 import importlib.util
 import pathlib
@@ -48,6 +49,25 @@ class CpuModel(unittest.TestCase):
         run = subprocess.run([sys.executable, str(SOURCE / "scripts" / "machine.py"), "x"], capture_output=True, text=True)
         self.assertNotEqual(run.returncode, 0)
         self.assertIn("usage", run.stderr)
+
+
+class Builds(unittest.TestCase):
+    def test_one_build(self):
+        self.assertEqual(machine.builds([{"sparsgd": "0.1.0 (abc)"}, {"sparsgd": "0.1.0 (abc)", "n": 1}]),
+                         "sparsgd 0.1.0 (abc)")
+
+    def test_several_builds_sorted(self):
+        self.assertEqual(machine.builds([{"sparsgd": "0.1.0 (b)"}, {"sparsgd": "0.1.0 (a)"}]),
+                         "sparsgd 0.1.0 (a) and 0.1.0 (b)")
+
+    def test_results_from_before_the_field_are_counted(self):
+        self.assertEqual(machine.builds([{"sparsgd": "0.1.0 (a)"}, {"n": 1}, {}]),
+                         f"sparsgd 0.1.0 (a) and, for 2 of 3 results, a build from before {machine.NAMED_SINCE} "
+                         "(which did not name itself)")
+        self.assertEqual(machine.builds([{"n": 1}]), f"a build from before {machine.NAMED_SINCE} (which did not name itself)")
+
+    def test_nothing(self):
+        self.assertEqual(machine.builds([]), "no results")
 
 
 if __name__ == "__main__":
