@@ -371,6 +371,33 @@ if spreads["median"]:
     lines += ["", f"Run-to-run spread of the same fixed aggregator at the same point across the rounds"
               f" ({len(spreads['median'])} cases; largest over smallest figure): medians {quantiles(spreads['median'])};",
               f"floors {quantiles(spreads['floor'])}."]
+# Whether auto's trials time a candidate as it runs on its own: each candidate's trial time (the
+# faster of its timed exchanges, by auto's own clock, so without its timing reduction) over the same
+# round's fixed run of that aggregator at the same exchange indices (its faster of them). The trials
+# take the candidates in turn, round after round: warm-up rounds first, then timed ones.
+trial_ratios = []
+for f in sorted(runs.glob("*/*-auto*.json")):
+    decision = json.loads(f.read_text())["auto"]
+    trials = decision["trials"] if decision else []
+    if len(trials) < 2 or decision["retrials"]:
+        continue
+    count = len(trials)
+    warmup_rounds = (decision["trial_exchanges"] - decision["timed_exchanges"]) // count
+    timed_rounds = decision["timed_exchanges"] // count
+    for i, trial in enumerate(trials):
+        own = f.with_name(f.name.replace("-auto", "-" + trial["aggregator"], 1))
+        if not own.exists() or trial["measured_ms"] is None:
+            continue
+        series = json.loads(own.read_text())["sim_comm_ms_per_iteration"]
+        same = min(series[(warmup_rounds + j) * count + i] for j in range(timed_rounds))
+        trial_ratios.append((trial["measured_ms"] / same, f"{f.parent.name}/{f.name.split('-auto')[0]} {trial['aggregator']}"))
+if trial_ratios:
+    values = sorted(r for r, _ in trial_ratios)
+    worst = max(trial_ratios)
+    lines += ["", f"auto's trials against the fixed runs ({len(values)} cases: a candidate's trial time over its own run's",
+              "fastest of the same exchanges in the same round, both on the simulated clock): median "
+              f"{statistics.median(values):.2f}, range {values[0]:.2f}-{values[-1]:.2f}, over 1.1 in {sum(v > 1.1 for v in values)};"
+              f" largest at {worst[1]}."]
 # How quiet the machine was (scripts/quiet.py): each run started once it was, and was made again
 # when other processes took more CPU during it than it can absorb.
 loads = {f: json.loads(f.read_text()) for f in sorted(runs.glob("*/*.load"))}
