@@ -482,6 +482,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                  {"settled", !d.settled.empty()},
                  {"model_choice", std::string(d.model_choice)},
                  {"trials", trials},
+                 {"tie_tolerance", collectives::kTrialTieTolerance},
                  {"trial_exchanges", d.trial_exchanges},
                  {"timed_exchanges", d.timed_exchanges},
                  {"retrials", d.retrials},

@@ -70,7 +70,7 @@ class AutoAggregator final : public Aggregator {
       if (++s.next == s.trials.size()) {
         s.next = 0;
         if (++s.round == kAutoWarmupRounds + options_.auto_trial_rounds) {
-          s.settled = fastest(s.trials);
+          s.settled = settled_choice(s.trials);
           s.settled_calls = 0;
           const bool first = s.retrial_interval == 0;
           s.retrial_interval = first ? kAutoRetrialFirst : std::min(2 * s.retrial_interval, kAutoRetrialMost);
@@ -147,15 +147,6 @@ class AutoAggregator final : public Aggregator {
     return std::ranges::min(trials, {}, &AutoTrial::measured_seconds).measured_seconds;
   }
 
-  // The first candidate (cheapest closed form first) within the tie tolerance of the fastest trial.
-  static std::string_view fastest(const std::vector<AutoTrial>& trials) {
-    const double best = fastest_trial_seconds(trials);
-    for (const AutoTrial& trial : trials) {
-      if (trial.measured_seconds <= best * (1.0 + kTrialTieTolerance)) return trial.aggregator;
-    }
-    return trials.front().aggregator;
-  }
-
   // Frees the candidates no settled (n, k) uses; one still trying keeps them all.
   void release_unsettled() {
     for (const auto& [key, s] : settlements_) {
@@ -199,6 +190,18 @@ CommCost cheapest_cost(const CostQuery& q) {
 }
 
 }  // namespace
+
+std::string_view settled_choice(const std::vector<AutoTrial>& trials) {
+  SPARSGD_ENFORCE(!trials.empty(), "settled_choice needs at least one candidate");
+  double best = std::numeric_limits<double>::infinity();
+  for (const AutoTrial& trial : trials) {
+    if (trial.runs > 0) best = std::min(best, trial.measured_seconds);
+  }
+  for (const AutoTrial& trial : trials) {
+    if (trial.runs > 0 && trial.measured_seconds <= best * (1.0 + kTrialTieTolerance)) return trial.aggregator;
+  }
+  return trials.front().aggregator;  // none timed: the closed forms' choice
+}
 
 const std::vector<std::string_view>& auto_candidates() {
   static const std::vector<std::string_view> candidates = {"gtopk-rd", "oktopk", "allgather", "dense"};

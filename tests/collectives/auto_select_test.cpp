@@ -122,6 +122,36 @@ TEST(AutoSelect, AnExchangeMeasuresChoosesAndRecords) {
   EXPECT_EQ(auto_decision(*make_aggregator("gtopk-rd")), nullptr);
 }
 
+// The trials overturn the closed forms' order only where they tell candidates apart: a candidate
+// timed faster by less than kTrialTieTolerance is a tie, which the cheaper closed form wins. The
+// first two cases are trials the 3d41750 sweep recorded: at P = 256, n = 25M, density 0.01, 10gbe
+// (gtopk-rd 5.8% faster in its trials, Ok-Topk 2x faster in the runs of each alone) and at P = 4,
+// n = 25M, density 0.01, paper-1gbe (gtopk-rd 1.39x faster in both).
+TEST(AutoSelect, TrialsWithinTheTieToleranceKeepTheCheaperClosedForm) {
+  const auto timed = [](std::string_view name, double model, double measured) {
+    return AutoTrial{name, model, measured, 2};
+  };
+  EXPECT_EQ(settled_choice({timed("oktopk", 4.58e-3, 66.86e-3), timed("gtopk-rd", 12.96e-3, 63.21e-3)}), "oktopk");
+  EXPECT_EQ(settled_choice({timed("oktopk", 40e-3, 54.82e-3), timed("gtopk-rd", 45e-3, 39.41e-3),
+                            timed("allgather", 60e-3, 64.82e-3)}),
+            "gtopk-rd");
+  // The edge: exactly the tolerance is a tie; just past it is not.
+  const double best = 1e-3;
+  EXPECT_EQ(settled_choice({timed("oktopk", 1e-3, best * (1.0 + kTrialTieTolerance)), timed("gtopk-rd", 2e-3, best)}),
+            "oktopk");
+  EXPECT_EQ(settled_choice({timed("oktopk", 1e-3, best * (1.0 + kTrialTieTolerance) * 1.001), timed("gtopk-rd", 2e-3, best)}),
+            "gtopk-rd");
+  // The tie goes to the cheaper closed form among those within it, not to the fastest: of three
+  // within the tolerance the first in the model's order wins, and one outside it is passed over.
+  EXPECT_EQ(settled_choice({timed("dense", 1e-3, 2.0 * best), timed("gtopk-rd", 2e-3, best * 1.05),
+                            timed("allgather", 3e-3, best)}),
+            "gtopk-rd");
+  // A candidate never timed is not a choice unless none was timed.
+  EXPECT_EQ(settled_choice({AutoTrial{"oktopk", 1e-3}, timed("gtopk-rd", 2e-3, best)}), "gtopk-rd");
+  EXPECT_EQ(settled_choice({AutoTrial{"oktopk", 1e-3}, AutoTrial{"gtopk-rd", 2e-3}}), "oktopk");
+  EXPECT_THROW(settled_choice({}), InvalidArgument);
+}
+
 // The model proposes, the clock decides. auto is told a bandwidth-bound network (alpha 0, 10 ns a
 // byte) but runs on a latency-bound one (10 ms a message, bandwidth without limit). At P = 7 and
 // k = 1001 the closed forms on the wrong network rank gtopk-rd first, then allgather and Ok-Topk
