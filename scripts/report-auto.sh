@@ -199,8 +199,9 @@ fixed = ["gtopk-rd", "oktopk", "allgather", "dense"]
 def result(path):
     return json.loads(path.read_text())
 
-auto_runs = [result(f) for f in sorted(runs.glob("*/*-auto*.json"))]
-tried = [r for r in auto_runs if r.get("auto") and len(r["auto"]["trials"]) > 1 and r["auto"]["settled"]]
+tried_files = [f for f in sorted(runs.glob("*/*-auto*.json"))
+               if (a := result(f).get("auto")) and len(a["trials"]) > 1 and a["settled"]]
+tried = [result(f) for f in tried_files]
 warmups = sorted({(r["auto"]["trial_exchanges"] - r["auto"]["timed_exchanges"]) // len(r["auto"]["trials"]) for r in tried})
 timed = sorted({r["auto"]["timed_exchanges"] // len(r["auto"]["trials"]) for r in tried})
 said = lambda values: " or ".join(str(v) for v in values) if values else "?"
@@ -215,8 +216,7 @@ def settles(trials):
     timed_ms = [t["measured_ms"] for t in trials if t["measured_ms"] is not None]
     best = min(timed_ms)
     return next(t["aggregator"] for t in trials if t["measured_ms"] is not None and t["measured_ms"] <= best * (1 + tie))
-under_older = [f for f in sorted(runs.glob("*/*-auto*.json")) if result(f) in tried
-               and result(f)["auto"].get("tie_tolerance", 0.03) != tie]
+under_older = [f for f in tried_files if result(f)["auto"].get("tie_tolerance", 0.03) != tie]
 otherwise = [f"{f.parent.name}/{f.name}" for f in under_older
              if settles(result(f)["auto"]["trials"]) != result(f)["auto"]["choice"]]
 if otherwise:

@@ -35,6 +35,15 @@ CostQuery query_for(int workers, std::size_t n, std::size_t k, wire::IndexCoding
   return q;
 }
 
+// The fastest timed candidate's time; infinity when none was timed.
+double fastest_timed_seconds(const std::vector<AutoTrial>& trials) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const AutoTrial& trial : trials) {
+    if (trial.runs > 0) best = std::min(best, trial.measured_seconds);
+  }
+  return best;
+}
+
 class AutoAggregator final : public Aggregator {
  public:
   explicit AutoAggregator(const AggregatorOptions& options) : options_(options) { decision_.network = options.network; }
@@ -110,7 +119,7 @@ class AutoAggregator final : public Aggregator {
   // of the fastest run their trials again (warm-ups included: those not chosen were freed), every
   // rank alike (the same calls, the same max-reduced times). The interval doubles either way.
   void begin_retrial(Settlement& s) {
-    const double fastest_seconds = fastest_trial_seconds(s.trials);
+    const double fastest_seconds = fastest_timed_seconds(s.trials);
     std::vector<AutoTrial> again;
     for (const AutoTrial& trial : s.trials) {
       if (trial.measured_seconds <= kRetrialFactor * fastest_seconds) {
@@ -141,10 +150,6 @@ class AutoAggregator final : public Aggregator {
       }
     }
     return s;
-  }
-
-  static double fastest_trial_seconds(const std::vector<AutoTrial>& trials) {
-    return std::ranges::min(trials, {}, &AutoTrial::measured_seconds).measured_seconds;
   }
 
   // Frees the candidates no settled (n, k) uses; one still trying keeps them all.
@@ -193,10 +198,7 @@ CommCost cheapest_cost(const CostQuery& q) {
 
 std::string_view settled_choice(const std::vector<AutoTrial>& trials) {
   SPARSGD_ENFORCE(!trials.empty(), "settled_choice needs at least one candidate");
-  double best = std::numeric_limits<double>::infinity();
-  for (const AutoTrial& trial : trials) {
-    if (trial.runs > 0) best = std::min(best, trial.measured_seconds);
-  }
+  const double best = fastest_timed_seconds(trials);
   for (const AutoTrial& trial : trials) {
     if (trial.runs > 0 && trial.measured_seconds <= best * (1.0 + kTrialTieTolerance)) return trial.aggregator;
   }
