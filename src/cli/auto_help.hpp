@@ -12,10 +12,10 @@ namespace sparsgd::cli {
 inline std::string auto_trials_help() {
   return fmt::format(
       "auto: runs each candidate within {}x of the closed forms' cheapest {} times untimed, then times it this many "
-      "times and keeps the fastest, trying again after {} settled exchanges, then twice as many each time up to every "
-      "{}; 0: the closed forms' choice (reproducible)",
-      collectives::kTrialFactor, collectives::kAutoWarmupRounds, collectives::kAutoRetrialFirst,
-      collectives::kAutoRetrialMost);
+      "times and keeps the fastest (trials within {:g}% of it: the cheaper closed form), trying again after {} settled "
+      "exchanges, then twice as many each time up to every {}; 0: the closed forms' choice (reproducible)",
+      collectives::kTrialFactor, collectives::kAutoWarmupRounds, 100 * collectives::kTrialTieTolerance,
+      collectives::kAutoRetrialFirst, collectives::kAutoRetrialMost);
 }
 
 }  // namespace sparsgd::cli
