@@ -202,9 +202,10 @@ fixed = ["gtopk-rd", "oktopk", "allgather", "dense"]
 def result(path):
     return json.loads(path.read_text())
 
-tried_files = [f for f in sorted(runs.glob("*/*-auto*.json"))
-               if (a := result(f).get("auto")) and len(a["trials"]) > 1 and a["settled"]]
-tried = [result(f) for f in tried_files]
+# The settled auto runs that timed more than one candidate, each file read once: {path: its JSON}.
+tried_by_file = {f: r for f in sorted(runs.glob("*/*-auto*.json"))
+                 if (a := (r := result(f)).get("auto")) and len(a["trials"]) > 1 and a["settled"]}
+tried = list(tried_by_file.values())
 warmups = sorted({(r["auto"]["trial_exchanges"] - r["auto"]["timed_exchanges"]) // len(r["auto"]["trials"]) for r in tried})
 timed = sorted({r["auto"]["timed_exchanges"] // len(r["auto"]["trials"]) for r in tried})
 said = lambda values: " or ".join(str(v) for v in values) if values else "?"
@@ -219,9 +220,9 @@ def settles(trials):
     timed_ms = [t["measured_ms"] for t in trials if t["measured_ms"] is not None]
     best = min(timed_ms)
     return next(t["aggregator"] for t in trials if t["measured_ms"] is not None and t["measured_ms"] <= best * (1 + tie))
-under_older = [f for f in tried_files if result(f)["auto"].get("tie_tolerance", 0.03) != tie]
+under_older = [f for f, r in tried_by_file.items() if r["auto"].get("tie_tolerance", 0.03) != tie]
 otherwise = [f"{f.parent.name}/{f.name}" for f in under_older
-             if settles(result(f)["auto"]["trials"]) != result(f)["auto"]["choice"]]
+             if settles(tried_by_file[f]["auto"]["trials"]) != tried_by_file[f]["auto"]["choice"]]
 if otherwise:
     raise SystemExit(f"auto runs whose trials settle otherwise under today's tie tolerance ({tie:g}): "
                      + ", ".join(otherwise) + "; make those points' rounds again (remove their runs)")
