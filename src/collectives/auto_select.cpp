@@ -54,7 +54,7 @@ class AutoAggregator final : public Aggregator {
     if (!decision_.network.known) decision_.network = measure_network(t);
     Settlement& s = settlement_for(t.size(), local.dim, k);
     if (!s.settled.empty() && s.retrial_interval > 0 && s.settled_calls == s.retrial_interval) begin_retrial(s);
-    AutoTrial* trial = s.settled.empty() ? &s.trials[s.next] : nullptr;
+    AutoTrial* trial = s.settled.empty() ? &s.trials[s.order[s.next]] : nullptr;
     const std::string_view choice = trial != nullptr ? trial->aggregator : s.settled;
     const double start = t.clock_seconds();
     made(choice).aggregate(t, local, k, out);
@@ -70,23 +70,12 @@ class AutoAggregator final : public Aggregator {
         // offset it tends to the span of the rank whose clock is ahead, the same for every candidate.)
         std::array<double, 2> span{std::max(0.0, start), std::max(0.0, t.clock_seconds())};
         allreduce_max(t, span);
-        const double slowest = std::max(0.0, span[1] - span[0]);
-        trial->measured_seconds = trial->runs == 0 ? slowest : std::min(trial->measured_seconds, slowest);
-        ++trial->runs;
+        record_timed_run(*trial, std::max(0.0, span[1] - span[0]));
         ++decision_.timed_exchanges;
       }
       ++decision_.trial_exchanges;
-      if (++s.next == s.trials.size()) {
-        s.next = 0;
-        if (++s.round == kAutoWarmupRounds + options_.auto_trial_rounds) {
-          s.settled = settled_choice(s.trials);
-          s.settled_calls = 0;
-          const bool first = s.retrial_interval == 0;
-          s.retrial_interval = first ? kAutoRetrialFirst : std::min(2 * s.retrial_interval, kAutoRetrialMost);
-          if (first) s.first_settled_after = exchanges_ + 1;  // this call was its last trial
-          release_unsettled();
-        }
-      }
+      ++s.spent;
+      if (++s.next == s.order.size()) end_round(s);
     } else {
       ++s.settled_calls;
     }
@@ -108,12 +97,39 @@ class AutoAggregator final : public Aggregator {
     std::vector<AutoTrial> trials;  // cheapest closed form first; at a re-trial, those run again
     std::string_view model_choice;  // the closed forms' cheapest
     std::string_view settled;       // empty while trying
-    std::size_t next = 0;           // the trial to run next
+    std::vector<std::size_t> order;  // the trials this round runs, in turn: all, or the contested ones
+    std::size_t next = 0;            // the position in `order` to run next
     int round = 0;
+    std::uint64_t spent = 0;  // exchanges of these trials so far, warm-ups included
     std::uint64_t settled_calls = 0;     // since it last settled
     std::uint64_t retrial_interval = 0;  // settled calls before the next trials; 0: never
     std::uint64_t first_settled_after = 0;
   };
+
+  // A round of trials is over. After the warm-ups and the timed rounds asked for, the candidates
+  // whose times still overlap the fastest's (contested_candidates) run again, timed, while the
+  // trial budget holds a whole round of them; then the trials settle.
+  void end_round(Settlement& s) {
+    s.next = 0;
+    ++s.round;
+    if (s.round < kAutoWarmupRounds + options_.auto_trial_rounds) return;
+    const std::vector<std::size_t> contested = contested_candidates(s.trials);
+    if (!contested.empty() && s.spent + contested.size() <= trial_budget()) {
+      s.order = contested;
+      return;
+    }
+    s.settled = settled_choice(s.trials);
+    s.settled_calls = 0;
+    const bool first = s.retrial_interval == 0;
+    s.retrial_interval = first ? kAutoRetrialFirst : std::min(2 * s.retrial_interval, kAutoRetrialMost);
+    if (first) s.first_settled_after = exchanges_ + 1;  // this call was its last trial
+    release_unsettled();
+  }
+
+  // Exchanges one set of trials may take: what every candidate's warm-ups and timed rounds would.
+  std::uint64_t trial_budget() const {
+    return auto_candidates().size() * static_cast<std::uint64_t>(kAutoWarmupRounds + options_.auto_trial_rounds);
+  }
 
   // The settled choice's interval is over: the candidates whose last trial was within kRetrialFactor
   // of the fastest run their trials again (warm-ups included: those not chosen were freed), every
@@ -122,7 +138,7 @@ class AutoAggregator final : public Aggregator {
     const double fastest_seconds = fastest_timed_seconds(s.trials);
     std::vector<AutoTrial> again;
     for (const AutoTrial& trial : s.trials) {
-      if (trial.measured_seconds <= kRetrialFactor * fastest_seconds) {
+      if (trial.runs > 0 && trial.measured_seconds <= kRetrialFactor * fastest_seconds) {
         again.push_back({trial.aggregator, trial.model_seconds});
       }
     }
@@ -132,10 +148,17 @@ class AutoAggregator final : public Aggregator {
       return;
     }
     s.trials = std::move(again);
+    start_trials(s);
+    ++decision_.retrials;
+  }
+
+  static void start_trials(Settlement& s) {
     s.settled = {};
+    s.order.resize(s.trials.size());
+    for (std::size_t i = 0; i < s.order.size(); ++i) s.order[i] = i;
     s.next = 0;
     s.round = 0;
-    ++decision_.retrials;
+    s.spent = 0;
   }
 
   Settlement& settlement_for(int workers, std::size_t n, std::size_t k) {
@@ -144,6 +167,7 @@ class AutoAggregator final : public Aggregator {
     if (inserted) {
       s.trials = plausible_candidates(workers, n, k, options_.index_coding, decision_.network);
       s.model_choice = s.trials.front().aggregator;
+      start_trials(s);
       if (options_.auto_trial_rounds == 0 || s.trials.size() == 1) {
         s.settled = s.model_choice;  // for good: retrial_interval stays 0
         s.first_settled_after = exchanges_;
@@ -195,6 +219,35 @@ CommCost cheapest_cost(const CostQuery& q) {
 }
 
 }  // namespace
+
+void record_timed_run(AutoTrial& trial, double seconds) {
+  if (trial.runs == 0 || seconds < trial.measured_seconds) {
+    trial.second_seconds = trial.runs == 0 ? -1.0 : trial.measured_seconds;
+    trial.measured_seconds = seconds;
+  } else if (trial.runs == 1 || seconds < trial.second_seconds) {
+    trial.second_seconds = seconds;
+  }
+  ++trial.runs;
+}
+
+std::vector<std::size_t> contested_candidates(const std::vector<AutoTrial>& trials) {
+  std::size_t fastest = trials.size();
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (trials[i].runs > 0 && (fastest == trials.size() || trials[i].measured_seconds < trials[fastest].measured_seconds)) {
+      fastest = i;
+    }
+  }
+  if (fastest == trials.size()) return {};
+  // With one run the fastest's floor has nothing to confirm it against: its own time stands in.
+  const AutoTrial& w = trials[fastest];
+  const double confirmed = w.runs >= 2 ? w.second_seconds : w.measured_seconds;
+  std::vector<std::size_t> contested;
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (i == fastest || (trials[i].runs > 0 && trials[i].measured_seconds < confirmed)) contested.push_back(i);
+  }
+  if (contested.size() < 2) contested.clear();
+  return contested;
+}
 
 std::string_view settled_choice(const std::vector<AutoTrial>& trials) {
   SPARSGD_ENFORCE(!trials.empty(), "settled_choice needs at least one candidate");

@@ -306,6 +306,145 @@ TEST(AutoSelect, ASettledChoiceIsTriedAgainAndFollowsAChangedNetwork) {
   }
 }
 
+// A candidate's two fastest runs are kept, in either order of arrival.
+TEST(AutoSelect, ATrialKeepsItsTwoFastestRuns) {
+  AutoTrial trial{"gtopk-rd", 1e-3};
+  record_timed_run(trial, 5e-3);
+  EXPECT_EQ(trial.runs, 1);
+  EXPECT_EQ(trial.measured_seconds, 5e-3);
+  EXPECT_EQ(trial.second_seconds, -1.0);
+  record_timed_run(trial, 7e-3);
+  EXPECT_EQ(trial.measured_seconds, 5e-3);
+  EXPECT_EQ(trial.second_seconds, 7e-3);
+  record_timed_run(trial, 2e-3);  // a new fastest: the old one is now second
+  EXPECT_EQ(trial.measured_seconds, 2e-3);
+  EXPECT_EQ(trial.second_seconds, 5e-3);
+  record_timed_run(trial, 3e-3);  // between the two
+  EXPECT_EQ(trial.second_seconds, 3e-3);
+  record_timed_run(trial, 9e-3);  // slower than both: neither moves
+  EXPECT_EQ(trial.measured_seconds, 2e-3);
+  EXPECT_EQ(trial.second_seconds, 3e-3);
+  EXPECT_EQ(trial.runs, 5);
+}
+
+// The trials go on where they have not told the candidates apart: a candidate whose fastest run is
+// under the fastest candidate's second-fastest. The first case is what the 5th round of the
+// session-27 sweep recorded at P = 256, n = 1M, density 0.01, 10gbe (gtopk-rd's fastest 7.6 ms, about
+// 7x its steady time; Ok-Topk's 3.9, its two timed exchanges 4.4 and 22.6 ms by the simulated
+// network's count), where auto settled on Ok-Topk.
+TEST(AutoSelect, CandidatesWhoseTimesOverlapTheFastestsAreContested) {
+  const auto timed = [](std::string_view name, double model, std::vector<double> runs) {
+    AutoTrial trial{name, model};
+    for (const double seconds : runs) record_timed_run(trial, seconds);
+    return trial;
+  };
+  using Indices = std::vector<std::size_t>;
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 0.672e-3, {7.61e-3, 28.5e-3}),
+                                  timed("oktopk", 1.518e-3, {22.6e-3, 3.88e-3})}),
+            (Indices{0, 1}));
+  // Told apart: each candidate's fastest is over the leader's second-fastest, whichever is cheaper
+  // by the model.
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 0.672e-3, {1.2e-3, 1.3e-3}), timed("oktopk", 1.518e-3, {4.4e-3, 3.9e-3})}),
+            Indices{});
+  EXPECT_EQ(contested_candidates({timed("oktopk", 1e-3, {4.4e-3, 3.9e-3}), timed("gtopk-rd", 2e-3, {1.3e-3, 1.2e-3})}),
+            Indices{});
+  // Of three, only those under the leader's second-fastest run again, with the leader, in order.
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 1e-3, {6e-3, 6.5e-3}), timed("allgather", 2e-3, {9e-3, 30e-3}),
+                                  timed("oktopk", 3e-3, {5e-3, 8e-3})}),
+            (Indices{0, 2}));
+  // The edge: a fastest equal to the leader's second is told apart; just under it is not.
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 1e-3, {2e-3, 3e-3}), timed("oktopk", 2e-3, {3e-3, 4e-3})}), Indices{});
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 1e-3, {2e-3, 3e-3}), timed("oktopk", 2e-3, {2.999e-3, 4e-3})}),
+            (Indices{0, 1}));
+  // One run each: the leader's own time stands in for its second, so only a tie, which the first
+  // of equals leads, is nothing to tell apart (and not a contest either).
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 1e-3, {2e-3}), timed("oktopk", 2e-3, {1e-3})}), Indices{});
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 1e-3, {2e-3}), timed("oktopk", 2e-3, {2e-3})}), Indices{});
+  // Untimed candidates are passed over; none timed or one candidate: nothing contested.
+  EXPECT_EQ(contested_candidates({AutoTrial{"gtopk-rd", 1e-3}, timed("oktopk", 2e-3, {1e-3, 5e-3})}), Indices{});
+  EXPECT_EQ(contested_candidates({AutoTrial{"gtopk-rd", 1e-3}, AutoTrial{"oktopk", 2e-3}}), Indices{});
+  EXPECT_EQ(contested_candidates({timed("gtopk-rd", 1e-3, {1e-3, 9e-3})}), Indices{});
+  EXPECT_EQ(contested_candidates({}), Indices{});
+}
+
+// Where a timed exchange is far off, the trials go on before they settle. As in
+// TimedTrialsOverturnAWrongModel, auto believes a bandwidth-bound network and runs on a latency-bound
+// one (10 ms a message), where allgather is the fastest of gtopk-rd, allgather and Ok-Topk; but one
+// of allgather's timed exchanges (exchange 7, counting from 0) runs on a network 100x slower (a burst of
+// contention). Its second-fastest is then over the others' fastest, so the three run once more
+// (exchanges 12-14, within the budget of 16) and the trials settle on allgather. When its extra run
+// is slowed too (exchange 13), the contest stands but a 4th round would pass 16 exchanges: the
+// trials settle on what they have, still allgather.
+TEST(AutoSelect, TrialsThatCannotTellTheCandidatesApartRunAgainWithinTheBudget) {
+  const int p = 7;
+  const std::size_t n = 20011;
+  const std::size_t k = 1001;
+  AggregatorOptions options(wire::IndexCoding::raw, {0.0, 1e-8, true, false}, 2);
+  static_assert(kAutoWarmupRounds == 2, "the expected schedule below assumes two warm-up rounds");
+  const std::size_t exchanges = 3 * (kAutoWarmupRounds + 2) + 3 + 3;
+  for (const bool extra_slowed : {false, true}) {
+    SCOPED_TRACE(extra_slowed ? "the extra run slowed too" : "one slowed run");
+    std::vector<std::vector<std::string>> methods(p);
+    std::vector<AutoDecision> decisions(p);
+    std::vector<Aggregation> results(exchanges);  // rank 0's
+    transport::run_local_workers(p, [&](transport::Transport& t) {
+      transport::SimulatedNetwork usual(t, transport::parse_network("alpha=0.01,bw=1e15"));
+      transport::SimulatedNetwork contended(t, transport::parse_network("alpha=1,bw=1e15"));
+      const std::unique_ptr<Aggregator> aggregator = make_aggregator("auto", options);
+      SparseVector local;
+      Aggregation out;
+      for (std::size_t it = 0; it < exchanges; ++it) {
+        const bool slowed = it == 7 || (extra_slowed && it == 13);
+        transport::SimulatedNetwork& network = slowed ? contended : usual;
+        std::vector<double> now = {std::max(usual.now(), contended.now())};  // every exchange starts together
+        allreduce_max(t, now);
+        usual.set_clock(now[0]);
+        contended.set_clock(now[0]);
+        draw_selection(local, n, k, 13, t.rank(), it);
+        aggregator->aggregate(network, local, k, out);
+        methods[static_cast<std::size_t>(t.rank())].emplace_back(out.method);
+        if (t.rank() == 0) results[it] = out;
+      }
+      decisions[static_cast<std::size_t>(t.rank())] = *auto_decision(*aggregator);
+    });
+    std::vector<std::string> expected;
+    for (std::size_t round = 0; round < kAutoWarmupRounds + 3; ++round) {
+      for (const char* name : {"gtopk-rd", "allgather", "oktopk"}) expected.emplace_back(name);
+    }
+    expected.resize(exchanges, "allgather");
+    for (int r = 0; r < p; ++r) EXPECT_EQ(methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
+    for (const AutoDecision& d : decisions) {
+      EXPECT_EQ(d.settled, "allgather");
+      EXPECT_EQ(d.trial_exchanges, 15u);
+      EXPECT_EQ(d.timed_exchanges, 9u);
+      ASSERT_EQ(d.trials.size(), 3u);
+      for (std::size_t i = 0; i < d.trials.size(); ++i) {
+        EXPECT_EQ(d.trials[i].runs, 3);
+        EXPECT_EQ(d.trials[i].measured_seconds, decisions[0].trials[i].measured_seconds);  // the same on every rank
+        EXPECT_EQ(d.trials[i].second_seconds, decisions[0].trials[i].second_seconds);
+      }
+    }
+    const std::vector<AutoTrial>& trials = decisions[0].trials;
+    ASSERT_EQ(trials[1].aggregator, "allgather");
+    // A slowed exchange costs its 3 rounds of 1 s; allgather's fastest is one of the usual ones.
+    EXPECT_LT(trials[1].measured_seconds, 0.5);
+    if (extra_slowed) {
+      EXPECT_GE(trials[1].second_seconds, 3.0);
+      EXPECT_EQ(contested_candidates(trials).size(), 3u);  // still contested: the budget ended it
+    } else {
+      EXPECT_LT(trials[1].second_seconds, 0.5);
+      EXPECT_TRUE(contested_candidates(trials).empty());
+    }
+    std::vector<SparseVector> selections(p);
+    for (std::size_t it = 0; it < exchanges; ++it) {
+      for (int w = 0; w < p; ++w) draw_selection(selections[static_cast<std::size_t>(w)], n, k, 13, w, it);
+      const ReferenceAggregation want = reference_aggregate(std::string(results[it].method), selections, k);
+      EXPECT_EQ(results[it].sum.indices, want.sum.indices) << "exchange " << it << " (" << results[it].method << ")";
+      EXPECT_EQ(results[it].sum.values, want.sum.values) << "exchange " << it << " (" << results[it].method << ")";
+    }
+  }
+}
+
 // 0 trial rounds: the closed forms' choice from the first exchange, untimed, and nothing sent
 // beyond what that aggregator sends alone. With trials, a different (n, k) (a new density) is
 // tried anew.

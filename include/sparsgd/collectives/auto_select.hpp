@@ -14,6 +14,16 @@
 // the fastest trial is used for that (workers, n, k) until its next trials. One plausible candidate,
 // or 0 rounds: the closed form's choice, for good.
 //
+// Two timed exchanges can both be far off. At P = 256 threads on 2 cores, n = 1M, density 0.01,
+// 10gbe, exchanges of one run alternated between about 4 and 17-33 ms; gtopk-rd's two timed ones
+// were both slow (7.6 ms by the trials' clock, about 7x its steady time) and auto settled on
+// Ok-Topk, 4.6x slower from then on (docs/results/findings.md). So the clock must also say when it
+// cannot tell: while a candidate's fastest time is under the fastest candidate's second-fastest
+// (contested_candidates: the leader's floor is not confirmed below it), those candidates run again,
+// timed, as long as the trials stay within what every candidate's warm-ups and timed rounds would
+// take (4 x 4 = 16 exchanges by default: where fewer candidates are plausible, the rounds the others
+// would have used).
+//
 // A candidate's cost moves as training goes on: error feedback's residuals change what the workers
 // select over the first ~1/density exchanges. At P = 32, n = 25M, density 0.01 on 10gbe, Ok-Topk's
 // fastest exchange of ten rose from 10.6 ms (exchanges 0-9) to 16.4-16.8 (each ten of exchanges
@@ -85,7 +95,16 @@ struct AutoTrial {
   double model_seconds = 0.0;
   double measured_seconds = -1.0;  // the fastest of its trials (the slowest rank's time); -1: not run yet
   int runs = 0;
+  double second_seconds = -1.0;  // the second-fastest of its trials; -1: fewer than 2 runs
 };
+// Adds one timed trial of `seconds` to `trial`.
+void record_timed_run(AutoTrial& trial, double seconds);
+
+// The trials (indices, in order) that have not told the fastest candidate apart: the fastest (the
+// first of equals) and every timed candidate whose fastest run is under the fastest's second-fastest
+// (with one run, its only one). Empty when none is, or none was timed.
+std::vector<std::size_t> contested_candidates(const std::vector<AutoTrial>& trials);
+
 // The candidate settled on after trials: the first (cheapest closed form first) whose fastest timed
 // run is within kTrialTieTolerance of the fastest candidate's; candidates not timed are passed over,
 // and with none timed it is the first.
