@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -225,6 +227,56 @@ TEST(AutoSelect, TimedTrialsOverturnAWrongModel) {
   }
 }
 
+// auto at P workers on drawn selections (seed), each exchange on simulated network `usual` or, where
+// on_other(exchange), on `other`, every exchange starting together on both clocks (as in bench comm).
+struct TwoNetworkRun {
+  std::vector<std::vector<std::string>> methods;  // by rank, by exchange
+  std::vector<AutoDecision> decisions;            // by rank, after the last exchange
+  std::vector<std::vector<AutoTrial>> snapshot;   // by rank, the trials after exchange snapshot_after
+  std::vector<Aggregation> results;               // rank 0's, by exchange
+};
+TwoNetworkRun run_auto_on_two_networks(int p, std::size_t n, std::size_t k, std::uint64_t seed, std::size_t exchanges,
+                                       const std::string& usual_spec, const std::string& other_spec,
+                                       const std::function<bool(std::size_t)>& on_other,
+                                       std::size_t snapshot_after = 0) {
+  const AggregatorOptions options(wire::IndexCoding::raw, {0.0, 1e-8, true, false}, 2);  // told: bandwidth-bound
+  TwoNetworkRun run{std::vector<std::vector<std::string>>(p), std::vector<AutoDecision>(p),
+                    std::vector<std::vector<AutoTrial>>(p), std::vector<Aggregation>(exchanges)};
+  transport::run_local_workers(p, [&](transport::Transport& t) {
+    transport::SimulatedNetwork usual(t, transport::parse_network(usual_spec));
+    transport::SimulatedNetwork other(t, transport::parse_network(other_spec));
+    const std::unique_ptr<Aggregator> aggregator = make_aggregator("auto", options);
+    const auto rank = static_cast<std::size_t>(t.rank());
+    SparseVector local;
+    Aggregation out;
+    for (std::size_t it = 0; it < exchanges; ++it) {
+      std::vector<double> now = {std::max(usual.now(), other.now())};
+      allreduce_max(t, now);
+      usual.set_clock(now[0]);
+      other.set_clock(now[0]);
+      draw_selection(local, n, k, seed, t.rank(), it);
+      aggregator->aggregate(on_other(it) ? other : usual, local, k, out);
+      run.methods[rank].emplace_back(out.method);
+      if (rank == 0) run.results[it] = out;
+      if (it == snapshot_after) run.snapshot[rank] = auto_decision(*aggregator)->trials;
+    }
+    run.decisions[rank] = *auto_decision(*aggregator);
+  });
+  return run;
+}
+
+// Every exchange's sum is the reference's for the aggregator that formed it.
+void expect_reference_sums(const TwoNetworkRun& run, int p, std::size_t n, std::size_t k, std::uint64_t seed) {
+  std::vector<SparseVector> selections(p);
+  for (std::size_t it = 0; it < run.results.size(); ++it) {
+    for (int w = 0; w < p; ++w) draw_selection(selections[static_cast<std::size_t>(w)], n, k, seed, w, it);
+    const Aggregation& got = run.results[it];
+    const ReferenceAggregation want = reference_aggregate(std::string(got.method), selections, k);
+    EXPECT_EQ(got.sum.indices, want.sum.indices) << "exchange " << it << " (" << got.method << ")";
+    EXPECT_EQ(got.sum.values, want.sum.values) << "exchange " << it << " (" << got.method << ")";
+  }
+}
+
 // A settled choice is tried again after kAutoRetrialFirst of its exchanges, and follows a network
 // that changed meanwhile. Told a bandwidth-bound network, auto runs on a latency-bound one first
 // (10 ms a message), where allgather wins its trials (TimedTrialsOverturnAWrongModel); halfway
@@ -237,37 +289,15 @@ TEST(AutoSelect, ASettledChoiceIsTriedAgainAndFollowsAChangedNetwork) {
   const int p = 7;
   const std::size_t n = 20011;
   const std::size_t k = 1001;
-  AggregatorOptions options(wire::IndexCoding::raw, {0.0, 1e-8, true, false}, 2);
   static_assert(kAutoWarmupRounds == 2, "the expected schedule below assumes two warm-up rounds");
   const std::size_t first_trials = 3 * (kAutoWarmupRounds + 2);  // gtopk-rd, allgather, oktopk
   const std::size_t switch_at = first_trials + kAutoRetrialFirst / 2;
   const std::size_t retrial_at = first_trials + kAutoRetrialFirst;
   const std::size_t exchanges = retrial_at + 2 * (kAutoWarmupRounds + 2) + 5;
-  std::vector<std::vector<std::string>> methods(p);
-  std::vector<std::vector<AutoTrial>> first_trial_sets(p);
-  std::vector<AutoDecision> decisions(p);
-  std::vector<Aggregation> results(exchanges);  // rank 0's
-  transport::run_local_workers(p, [&](transport::Transport& t) {
-    transport::SimulatedNetwork latency_bound(t, transport::parse_network("alpha=0.01,bw=1e15"));
-    transport::SimulatedNetwork bandwidth_bound(t, transport::parse_network("alpha=1e-6,bw=1e6"));
-    const std::unique_ptr<Aggregator> aggregator = make_aggregator("auto", options);
-    SparseVector local;
-    Aggregation out;
-    for (std::size_t it = 0; it < exchanges; ++it) {
-      transport::SimulatedNetwork& network = it < switch_at ? latency_bound : bandwidth_bound;
-      if (it == switch_at) bandwidth_bound.set_clock(latency_bound.now());
-      std::vector<double> now = {network.now()};  // every exchange starts together, as in bench comm
-      allreduce_max(t, now);
-      network.set_clock(now[0]);
-      draw_selection(local, n, k, 11, t.rank(), it);
-      aggregator->aggregate(network, local, k, out);
-      methods[static_cast<std::size_t>(t.rank())].emplace_back(out.method);
-      if (t.rank() == 0) results[it] = out;
-      if (it + 1 == first_trials) first_trial_sets[static_cast<std::size_t>(t.rank())] = auto_decision(*aggregator)->trials;
-    }
-    decisions[static_cast<std::size_t>(t.rank())] = *auto_decision(*aggregator);
-  });
-  const std::vector<AutoTrial>& first = first_trial_sets[0];
+  const TwoNetworkRun run = run_auto_on_two_networks(
+      p, n, k, 11, exchanges, "alpha=0.01,bw=1e15", "alpha=1e-6,bw=1e6", [&](std::size_t it) { return it >= switch_at; },
+      first_trials - 1);
+  const std::vector<AutoTrial>& first = run.snapshot[0];
   ASSERT_EQ(first.size(), 3u);
   double fastest = first[0].measured_seconds;
   for (const AutoTrial& trial : first) fastest = std::min(fastest, trial.measured_seconds);
@@ -283,8 +313,8 @@ TEST(AutoSelect, ASettledChoiceIsTriedAgainAndFollowsAChangedNetwork) {
   expected.resize(retrial_at, "allgather");
   for (std::size_t round = 0; round < kAutoWarmupRounds + 2; ++round) expected.insert(expected.end(), again.begin(), again.end());
   expected.resize(exchanges, "gtopk-rd");
-  for (int r = 0; r < p; ++r) EXPECT_EQ(methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
-  for (const AutoDecision& d : decisions) {
+  for (int r = 0; r < p; ++r) EXPECT_EQ(run.methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
+  for (const AutoDecision& d : run.decisions) {
     EXPECT_EQ(d.model_choice, "gtopk-rd");
     EXPECT_EQ(d.settled, "gtopk-rd");
     EXPECT_EQ(d.retrials, 1u);
@@ -293,17 +323,11 @@ TEST(AutoSelect, ASettledChoiceIsTriedAgainAndFollowsAChangedNetwork) {
     EXPECT_EQ(d.timed_exchanges, 3u * 2 + 2u * 2);
     ASSERT_EQ(d.trials.size(), 2u);
     for (std::size_t i = 0; i < d.trials.size(); ++i) {
-      EXPECT_EQ(d.trials[i].measured_seconds, decisions[0].trials[i].measured_seconds);  // the same on every rank
+      EXPECT_EQ(d.trials[i].measured_seconds, run.decisions[0].trials[i].measured_seconds);  // the same on every rank
     }
   }
-  EXPECT_LT(decisions[0].trials[0].measured_seconds, decisions[0].trials[1].measured_seconds);
-  std::vector<SparseVector> selections(p);
-  for (std::size_t it = 0; it < exchanges; ++it) {
-    for (int w = 0; w < p; ++w) draw_selection(selections[static_cast<std::size_t>(w)], n, k, 11, w, it);
-    const ReferenceAggregation want = reference_aggregate(std::string(results[it].method), selections, k);
-    EXPECT_EQ(results[it].sum.indices, want.sum.indices) << "exchange " << it << " (" << results[it].method << ")";
-    EXPECT_EQ(results[it].sum.values, want.sum.values) << "exchange " << it << " (" << results[it].method << ")";
-  }
+  EXPECT_LT(run.decisions[0].trials[0].measured_seconds, run.decisions[0].trials[1].measured_seconds);
+  expect_reference_sums(run, p, n, k, 11);
 }
 
 // A candidate's two fastest runs are kept, in either order of arrival.
@@ -379,52 +403,31 @@ TEST(AutoSelect, TrialsThatCannotTellTheCandidatesApartRunAgainWithinTheBudget) 
   const int p = 7;
   const std::size_t n = 20011;
   const std::size_t k = 1001;
-  AggregatorOptions options(wire::IndexCoding::raw, {0.0, 1e-8, true, false}, 2);
   static_assert(kAutoWarmupRounds == 2, "the expected schedule below assumes two warm-up rounds");
   const std::size_t exchanges = 3 * (kAutoWarmupRounds + 2) + 3 + 3;
   for (const bool extra_slowed : {false, true}) {
     SCOPED_TRACE(extra_slowed ? "the extra run slowed too" : "one slowed run");
-    std::vector<std::vector<std::string>> methods(p);
-    std::vector<AutoDecision> decisions(p);
-    std::vector<Aggregation> results(exchanges);  // rank 0's
-    transport::run_local_workers(p, [&](transport::Transport& t) {
-      transport::SimulatedNetwork usual(t, transport::parse_network("alpha=0.01,bw=1e15"));
-      transport::SimulatedNetwork contended(t, transport::parse_network("alpha=1,bw=1e15"));
-      const std::unique_ptr<Aggregator> aggregator = make_aggregator("auto", options);
-      SparseVector local;
-      Aggregation out;
-      for (std::size_t it = 0; it < exchanges; ++it) {
-        const bool slowed = it == 7 || (extra_slowed && it == 13);
-        transport::SimulatedNetwork& network = slowed ? contended : usual;
-        std::vector<double> now = {std::max(usual.now(), contended.now())};  // every exchange starts together
-        allreduce_max(t, now);
-        usual.set_clock(now[0]);
-        contended.set_clock(now[0]);
-        draw_selection(local, n, k, 13, t.rank(), it);
-        aggregator->aggregate(network, local, k, out);
-        methods[static_cast<std::size_t>(t.rank())].emplace_back(out.method);
-        if (t.rank() == 0) results[it] = out;
-      }
-      decisions[static_cast<std::size_t>(t.rank())] = *auto_decision(*aggregator);
-    });
+    const TwoNetworkRun run =
+        run_auto_on_two_networks(p, n, k, 13, exchanges, "alpha=0.01,bw=1e15", "alpha=1,bw=1e15",
+                                 [&](std::size_t it) { return it == 7 || (extra_slowed && it == 13); });
     std::vector<std::string> expected;
     for (std::size_t round = 0; round < kAutoWarmupRounds + 3; ++round) {
       for (const char* name : {"gtopk-rd", "allgather", "oktopk"}) expected.emplace_back(name);
     }
     expected.resize(exchanges, "allgather");
-    for (int r = 0; r < p; ++r) EXPECT_EQ(methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
-    for (const AutoDecision& d : decisions) {
+    for (int r = 0; r < p; ++r) EXPECT_EQ(run.methods[static_cast<std::size_t>(r)], expected) << "rank " << r;
+    for (const AutoDecision& d : run.decisions) {
       EXPECT_EQ(d.settled, "allgather");
       EXPECT_EQ(d.trial_exchanges, 15u);
       EXPECT_EQ(d.timed_exchanges, 9u);
       ASSERT_EQ(d.trials.size(), 3u);
       for (std::size_t i = 0; i < d.trials.size(); ++i) {
         EXPECT_EQ(d.trials[i].runs, 3);
-        EXPECT_EQ(d.trials[i].measured_seconds, decisions[0].trials[i].measured_seconds);  // the same on every rank
-        EXPECT_EQ(d.trials[i].second_seconds, decisions[0].trials[i].second_seconds);
+        EXPECT_EQ(d.trials[i].measured_seconds, run.decisions[0].trials[i].measured_seconds);  // the same on every rank
+        EXPECT_EQ(d.trials[i].second_seconds, run.decisions[0].trials[i].second_seconds);
       }
     }
-    const std::vector<AutoTrial>& trials = decisions[0].trials;
+    const std::vector<AutoTrial>& trials = run.decisions[0].trials;
     ASSERT_EQ(trials[1].aggregator, "allgather");
     // A slowed exchange costs its 3 rounds of 1 s; allgather's fastest is one of the usual ones.
     EXPECT_LT(trials[1].measured_seconds, 0.5);
@@ -435,13 +438,7 @@ TEST(AutoSelect, TrialsThatCannotTellTheCandidatesApartRunAgainWithinTheBudget) 
       EXPECT_LT(trials[1].second_seconds, 0.5);
       EXPECT_TRUE(contested_candidates(trials).empty());
     }
-    std::vector<SparseVector> selections(p);
-    for (std::size_t it = 0; it < exchanges; ++it) {
-      for (int w = 0; w < p; ++w) draw_selection(selections[static_cast<std::size_t>(w)], n, k, 13, w, it);
-      const ReferenceAggregation want = reference_aggregate(std::string(results[it].method), selections, k);
-      EXPECT_EQ(results[it].sum.indices, want.sum.indices) << "exchange " << it << " (" << results[it].method << ")";
-      EXPECT_EQ(results[it].sum.values, want.sum.values) << "exchange " << it << " (" << results[it].method << ")";
-    }
+    expect_reference_sums(run, p, n, k, 13);
   }
 }
 
