@@ -158,8 +158,9 @@ class HookState:
     whose values are scaled by n/k, requires), index_coding ('raw', or 'compressed': indices as
     packed gaps or a bitmap, about 13 bits an index instead of 32 at density 0.001, for
     allgather, gtopk, gtopk-rd and oktopk; same results, fewer bytes, some CPU time), auto_trials (aggregator
-    'auto': how often each plausible candidate is timed per bucket before it settles on the fastest,
-    the candidates it cannot tell apart then timed again within the same budget; 0:
+    'auto': how often at least each plausible candidate is timed per bucket before it settles on the
+    fastest, more where fewer candidates are plausible (two are timed 5 times each), the candidates
+    it cannot tell apart then timed again within the same budget; 0:
     the closed forms' choice alone, untimed and reproducible), network (none, 1gbe, 10gbe,
     paper-1gbe, alpha=S,bw=BITS: a network model whose clock gives ``network_s``, what the step's
     exchange would take on that network), timeout_ms (every wait; a silent or dead peer is an

@@ -85,6 +85,7 @@ class AutoAggregator final : public Aggregator {
       decision_.settled = s.settled;
       decision_.model_choice = s.model_choice;
       decision_.trials = s.trials;
+      decision_.timed_rounds = timed_trial_rounds(s.trials.size(), options_.auto_trial_rounds);
       decision_.first_settled_after = s.first_settled_after;
       reported_ = &s;
     }
@@ -112,9 +113,9 @@ class AutoAggregator final : public Aggregator {
   void end_round(Settlement& s) {
     s.next = 0;
     ++s.round;
-    if (s.round < kAutoWarmupRounds + options_.auto_trial_rounds) return;
+    if (s.round < kAutoWarmupRounds + timed_trial_rounds(s.trials.size(), options_.auto_trial_rounds)) return;
     const std::vector<std::size_t> contested = contested_candidates(s.trials);
-    if (!contested.empty() && s.spent + contested.size() <= trial_budget()) {
+    if (!contested.empty() && s.spent + contested.size() <= auto_trial_budget(options_.auto_trial_rounds)) {
       s.order = contested;
       return;
     }
@@ -124,11 +125,6 @@ class AutoAggregator final : public Aggregator {
     s.retrial_interval = first ? kAutoRetrialFirst : std::min(2 * s.retrial_interval, kAutoRetrialMost);
     if (first) s.first_settled_after = exchanges_ + 1;  // this call was its last trial
     release_unsettled();
-  }
-
-  // Exchanges one set of trials may take: what every candidate's warm-ups and timed rounds would.
-  std::uint64_t trial_budget() const {
-    return auto_candidates().size() * static_cast<std::uint64_t>(kAutoWarmupRounds + options_.auto_trial_rounds);
   }
 
   // The settled choice's interval is over: the candidates whose last trial was within kRetrialFactor
@@ -228,6 +224,18 @@ void record_timed_run(AutoTrial& trial, double seconds) {
     trial.second_seconds = seconds;
   }
   ++trial.runs;
+}
+
+std::uint64_t auto_trial_budget(int trial_rounds) {
+  return auto_candidates().size() * static_cast<std::uint64_t>(kAutoWarmupRounds + std::max(0, trial_rounds));
+}
+
+int timed_trial_rounds(std::size_t candidates, int trial_rounds) {
+  if (trial_rounds <= 0 || candidates < 2) return std::max(0, trial_rounds);
+  // What each candidate's share of the budget holds once one contested round is set aside.
+  const std::uint64_t share = auto_trial_budget(trial_rounds) / candidates;
+  const auto affordable = static_cast<int>(share) - 1 - kAutoWarmupRounds;
+  return std::max(trial_rounds, affordable);
 }
 
 std::vector<std::size_t> contested_candidates(const std::vector<AutoTrial>& trials) {

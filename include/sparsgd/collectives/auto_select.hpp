@@ -8,7 +8,7 @@
 // selections, index coding, Ok-Topk's histograms), which on a fast network or at a small k can
 // decide the order. So the model proposes and the clock decides: for each new (workers, n, k), the
 // candidates whose closed form is within kTrialFactor of the cheapest are each run kAutoWarmupRounds
-// times untimed (warm-ups) and then AggregatorOptions::auto_trial_rounds times in turn
+// times untimed (warm-ups) and then at least AggregatorOptions::auto_trial_rounds times in turn
 // (every exchange is a real one, its result exact), timed on the transport's clock (the slowest
 // rank's time, which every rank learns by a max-reduction, so all settle alike), and the one with
 // the fastest trial is used for that (workers, n, k) until its next trials. One plausible candidate,
@@ -23,6 +23,14 @@
 // timed, as long as the trials stay within what every candidate's warm-ups and timed rounds would
 // take (4 x 4 = 16 exchanges by default: where fewer candidates are plausible, the rounds the others
 // would have used).
+//
+// Two timed exchanges a candidate are also too few where most candidates are implausible: at P =
+// 256 threads, n = 25M, density 0.001, 10gbe (round 4 of the session-30 sweep) gtopk-rd's two timed
+// exchanges both took about 20 ms where its steady time is 2.4 ms (its own run had 4 of exchanges
+// 2-10 at 9.6-10.3 ms), Ok-Topk's took 5.5 and 5.8, neither second-fastest was under the other's
+// fastest, and auto settled on Ok-Topk, 2.4x slower from then on. So the budget of every candidate's
+// rounds buys more timed rounds when fewer are plausible (timed_trial_rounds): two candidates run
+// five timed rounds each, and one contested round still fits.
 //
 // A candidate's cost moves as training goes on: error feedback's residuals change what the workers
 // select over the first ~1/density exchanges. At P = 32, n = 25M, density 0.01 on 10gbe, Ok-Topk's
@@ -72,6 +80,16 @@ inline constexpr double kTrialFactor = 3.0;
 // slower by less than this is kept; that is the price, and the re-trials (kAutoRetrialFirst) time
 // it again.
 inline constexpr double kTrialTieTolerance = 0.10;
+
+// Exchanges one set of trials may take, warm-ups included: what every candidate's warm-ups and
+// `trial_rounds` timed rounds would.
+std::uint64_t auto_trial_budget(int trial_rounds);
+
+// The timed rounds each of `candidates` plausible candidates runs before any contested round: at
+// least `trial_rounds`, and as many more as the budget (auto_trial_budget) holds while leaving room
+// for one contested round of them all. 0 rounds: 0; fewer than 2 candidates (nothing to time
+// against): `trial_rounds`.
+int timed_trial_rounds(std::size_t candidates, int trial_rounds);
 
 // Untimed rounds before the timed ones. A first exchange allocates and first touches its buffers
 // (2-4x its steady time at n = 25M), and one is not enough: at P = 256 threads, n = 25M, density
@@ -125,6 +143,7 @@ struct AutoDecision {
   std::string_view settled;
   std::string_view model_choice;  // the closed forms' cheapest for that (n, k)
   std::vector<AutoTrial> trials;
+  int timed_rounds = 0;  // the timed rounds those trials gave each candidate (timed_trial_rounds)
   std::uint64_t trial_exchanges = 0;  // exchanges spent on trials, warm-ups included, over every (n, k)
   std::uint64_t timed_exchanges = 0;  // those of them timed (each adds auto_trial_traffic)
   std::uint64_t retrials = 0;         // trials run again for a settled (n, k), over every (n, k)
