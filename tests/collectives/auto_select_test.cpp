@@ -467,7 +467,7 @@ TEST(AutoSelect, FewerCandidatesTimeMoreRoundsWithinTheBudget) {
       if (rounds > asked) {
         EXPECT_LE(spent(rounds), budget);  // a contested round still fits
       }
-      EXPECT_GT(spent(rounds + 1), budget);                  // and no more rounds would
+      EXPECT_GT(spent(rounds + 1), budget);  // and no more rounds would
     }
   }
 }
