@@ -524,7 +524,12 @@ run_part() {
   local name=$1
   shift
   (
-    for section in "$@"; do "$section"; done
+    # Each section's seconds, so that a slow one is found without rerunning the suite.
+    for section in "$@"; do
+      local started=$SECONDS
+      "$section"
+      echo "-- ${section#section_}: $((SECONDS - started)) s"
+    done
     echo "$faults $bad_inputs $hostile $memory_checks $failures" >"$work/counts.$name"
   ) >"$work/part-$name.log" 2>&1 </dev/null
 }
