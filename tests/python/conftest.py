@@ -1,7 +1,12 @@
 """Multi-process tests on gloo over loopback: each test function that needs workers hands a
-module-level function to ``run_workers``, which starts that many processes (spawned, as torchrun
-would start them), each with its own gloo process group over a file store, and returns what each
-returned, or fails naming the rank that raised or hung."""
+module-level function to ``run_workers``, which starts that many fresh processes, each with its own
+gloo process group over a file store, and returns what each returned, or fails naming the rank that
+raised or hung.
+
+The processes come from a fork server that has imported torch and sparsgd once, not from a plain
+spawn: importing torch costs each process about 2.5 s of CPU, which over the suite's ~120 worker
+processes was most of its time on 2 cores. Nothing but imports runs in the server (no process group,
+no tensor op, so no thread pool to inherit), so each worker starts as clean as a spawned one."""
 
 import io
 import multiprocessing
@@ -37,6 +42,17 @@ def _entry(fn, rank, world_size, store, queue, args):
     os._exit(0)
 
 
+_CONTEXT = None
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(["torch", "torch.distributed", "sparsgd", "sparsgd.torch"])
+    return _CONTEXT
+
+
 class Workers:
     def __init__(self, tmp_path):
         self.tmp_path = tmp_path
@@ -47,7 +63,7 @@ class Workers:
         Ranks in expect_exit may end without reporting (a rank that kills itself)."""
         self.count += 1
         store = str(self.tmp_path / f"store-{self.count}")
-        context = multiprocessing.get_context("spawn")
+        context = _context()
         queue = context.Queue()
         processes = [context.Process(target=_entry, args=(fn, r, world_size, store, queue, args))
                      for r in range(world_size)]
