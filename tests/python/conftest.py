@@ -42,15 +42,9 @@ def _entry(fn, rank, world_size, store, queue, args):
     os._exit(0)
 
 
-_CONTEXT = None
-
-
-def _context():
-    global _CONTEXT
-    if _CONTEXT is None:
-        _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload(["torch", "torch.distributed", "sparsgd", "sparsgd.torch"])
-    return _CONTEXT
+# The server itself starts with the first worker, not here.
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["torch", "torch.distributed", "sparsgd", "sparsgd.torch"])
 
 
 class Workers:
@@ -63,7 +57,7 @@ class Workers:
         Ranks in expect_exit may end without reporting (a rank that kills itself)."""
         self.count += 1
         store = str(self.tmp_path / f"store-{self.count}")
-        context = _context()
+        context = _CONTEXT
         queue = context.Queue()
         processes = [context.Process(target=_entry, args=(fn, r, world_size, store, queue, args))
                      for r in range(world_size)]
