@@ -5,6 +5,8 @@
 #include <limits>
 #include <numbers>
 
+#include <hwy/contrib/sort/vqsort.h>
+
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/random.hpp"
 
@@ -131,12 +133,16 @@ void draw_selection(SparseVector& out, std::size_t n, std::size_t k, std::uint64
     }
   } else {
     // Sparse: draw, sort, drop repeats, draw again for what is missing (few rounds at k <= n / 16).
+    // Highway's vectorized quicksort: the same order as std::sort (plain integer keys), in a fraction
+    // of the time. With std::sort this sort took about 65% of a `bench comm --selections drawn` run
+    // at P = 256, n = 25M, k = 250,000 (perf), where every worker draws anew each exchange.
     out.indices.reserve(k);
+    const hwy::Sorter sorter;
     while (out.indices.size() < k) {
       for (std::size_t missing = k - out.indices.size(); missing > 0; --missing) {
         out.indices.push_back(static_cast<std::uint32_t>(rng.below(n)));
       }
-      std::sort(out.indices.begin(), out.indices.end());
+      sorter(out.indices.data(), out.indices.size(), hwy::SortAscending());
       out.indices.erase(std::unique(out.indices.begin(), out.indices.end()), out.indices.end());
     }
   }

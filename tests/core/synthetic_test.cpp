@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <span>
 #include <tuple>
 #include <vector>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/hash.hpp"
 #include "sparsgd/core/synthetic.hpp"
 
 namespace sparsgd {
@@ -48,6 +50,30 @@ INSTANTIATE_TEST_SUITE_P(Sizes, DrawSelection,
                                            std::make_tuple(17, 2), std::make_tuple(100, 50), std::make_tuple(100, 100),
                                            std::make_tuple(1000, 999), std::make_tuple(100000, 100),
                                            std::make_tuple(1u << 20, 1000)));
+
+// The sets drawn are pinned: committed results (docs/results/comm/auto/, bench comm --selections
+// drawn) were measured on them, so a faster sort or another RNG must draw the very same indices.
+// Digests of the sets as drawn with std::sort, before the sort became Highway's (both paths, shared
+// indices, and the sweep's P = 256, n = 25M, density 0.01 with its last worker and exchange).
+TEST(DrawSelectionWorkers, SetsArePinned) {
+  struct Case {
+    std::size_t n, k;
+    std::uint64_t seed;
+    int worker;
+    std::uint64_t iteration;
+    bool shared;
+    std::uint64_t digest;
+  };
+  for (const Case& c : {Case{100000, 100, 5, 0, 0, false, 0xaf97a7fcd456c281ULL},
+                        Case{1u << 20, 1000, 5, 3, 7, false, 0x51a4feb4978d2484ULL},
+                        Case{25000000, 250000, 1, 255, 26, false, 0x4bd999aa0abac098ULL},
+                        Case{1000000, 1000, 1, 2, 3, true, 0xfec58bb0e92682e7ULL},
+                        Case{100, 50, 5, 0, 0, false, 0x24bac2068eba37faULL}}) {
+    SparseVector s;
+    draw_selection(s, c.n, c.k, c.seed, c.worker, c.iteration, c.shared);
+    EXPECT_EQ(fnv1a(std::as_bytes(std::span(s.indices))), c.digest) << "n = " << c.n << ", k = " << c.k;
+  }
+}
 
 TEST(DrawSelectionWorkers, IndependentUnlessShared) {
   const std::size_t n = 100000, k = 1000;
