@@ -11,7 +11,8 @@ rusage); the caller runs it again when that was more than the run can absorb.
 
   /usr/bin/python3 scripts/quiet.py LOADFILE -- COMMAND [ARGS...]
       waits for quiet (up to --max-wait seconds, default 1800), runs COMMAND with this process's
-      standard streams, writes LOADFILE (JSON: wall_s, own_cpu_s, others_cpu_s, waited_s, disturbed)
+      standard streams, writes LOADFILE (JSON: wall_s, own_cpu_s, others_cpu_s, waited_s, disturbed,
+      steal_s: the hypervisor's share of others_cpu_s, uptime_s: the machine's at the start)
       and exits with COMMAND's status.
   import quiet   in a report's Python (scripts/ on sys.path): its thresholds, to state them
 """
@@ -31,15 +32,33 @@ QUIET_SAMPLE_S = 2.0
 QUIET_SHARE = 0.05  # the most of one core other processes may take in a sample before a run starts
 
 
-def cpu_busy_seconds(stat: str = "/proc/stat") -> float:
-    """All cores' busy time so far: user, nice, system, irq, softirq and steal (a hypervisor's other
-    guests take the core as surely as a process here does)."""
+def cpu_counters(stat: str = "/proc/stat") -> list[int]:
+    """The all-cores line of /proc/stat: user, nice, system, idle, iowait, irq, softirq, steal (clock ticks)."""
     with open(stat, encoding="ascii") as lines:
         fields = lines.readline().split()
     if not fields or fields[0] != "cpu" or len(fields) < 9:
         raise RuntimeError(f"{stat} does not start with a 'cpu' line of at least 8 counters")
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+    return [int(v) for v in fields[1:9]]
+
+
+def cpu_busy_seconds(stat: str = "/proc/stat") -> float:
+    """All cores' busy time so far: user, nice, system, irq, softirq and steal (a hypervisor's other
+    guests take the core as surely as a process here does)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = cpu_counters(stat)
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def steal_seconds(stat: str = "/proc/stat") -> float:
+    """All cores' steal time so far: what the hypervisor gave this VM's cores to its other guests. Counted
+    in cpu_busy_seconds too; recorded apart, so that a run's record says how much of the disturbance was
+    the host's."""
+    return cpu_counters(stat)[7] / os.sysconf("SC_CLK_TCK")
+
+
+def uptime_seconds(path: str = "/proc/uptime") -> float:
+    """How long this machine has run: a slow regime may come with hours of runs, or with a fresh one."""
+    with open(path, encoding="ascii") as text:
+        return float(text.read().split()[0])
 
 
 def disturbed(others_cpu_s: float, wall_s: float) -> bool:
@@ -76,6 +95,8 @@ def main(argv: list[str]) -> int:
     waited_s = wait_for_quiet(max_wait_s)
     own_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     busy_before = cpu_busy_seconds()
+    steal_before = steal_seconds()
+    uptime_s = uptime_seconds()
     start = time.monotonic()
     try:
         status = subprocess.run(command, check=False).returncode
@@ -83,12 +104,14 @@ def main(argv: list[str]) -> int:
         sys.exit(f"quiet.py: cannot run {command[0]}: {error.strerror}")
     wall_s = time.monotonic() - start
     busy_s = cpu_busy_seconds() - busy_before
+    steal_s = steal_seconds() - steal_before
     own_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     own_cpu_s = (own_after.ru_utime - own_before.ru_utime) + (own_after.ru_stime - own_before.ru_stime)
     # Jiffies and rusage round differently: a quiet run can come out a little below zero.
     others_cpu_s = max(0.0, busy_s - own_cpu_s)
     record = {"wall_s": round(wall_s, 3), "own_cpu_s": round(own_cpu_s, 3), "others_cpu_s": round(others_cpu_s, 3),
-              "waited_s": round(waited_s, 1), "disturbed": disturbed(others_cpu_s, wall_s)}
+              "waited_s": round(waited_s, 1), "disturbed": disturbed(others_cpu_s, wall_s),
+              "steal_s": round(steal_s, 3), "uptime_s": round(uptime_s)}
     tmp = load_file + ".tmp"
     try:
         with open(tmp, "w", encoding="ascii") as out:

@@ -30,7 +30,10 @@
 # session 23 fixed runs counted their exchanges 1-10: docs/results/comm/auto-early-window/. Up to 407868b
 # auto timed every candidate exactly twice: that sweep is in docs/results/comm/auto-two-timed/. Up to
 # session 31 it timed every candidate twice before its contested rounds however few were plausible, and
-# its runs record no timed_rounds: that sweep is in docs/results/comm/auto-contested/.)
+# its runs record no timed_rounds: that sweep is in docs/results/comm/auto-contested/. The sweep of
+# sessions 31-34, under today's rule with build 6a8424d, is in docs/results/comm/auto-sessions31-34/: at P = 256
+# its runs had exchanges 20-60 ms above their floors that a freshly started machine did not show, so from
+# session 35 the sweep is made again, with a build that draws selections 2.4x faster; findings.md.)
 # Every run waits for the machine to be quiet and is made again when other processes took CPU during it
 # (scripts/quiet.py; OUT.load records it): a test suite beside the sweep made one auto run 14% slower
 # than the same run alone, too little for a floor to catch and too much for the 5% bar.
@@ -472,6 +475,13 @@ if loads:
               + (f"; kept although disturbed: {'; '.join(kept)}." if kept else
                                                       "; none kept although disturbed.")
               + (f" {unrecorded} runs, made before the record was kept, have none." if unrecorded > 0 else "")]
+    # Recorded since session 35: the hypervisor's share of others' time, and how long the machine had run.
+    hosted = [l for l in loads.values() if "steal_s" in l]
+    if hosted:
+        uptimes = [l["uptime_s"] / 3600 for l in hosted]
+        lines += [f"Of {len(hosted)} runs that record it: steal (the host's other guests taking this machine's cores) at"
+                  f" most {max(l['steal_s'] for l in hosted):.2f} s in a run, {sum(l['steal_s'] for l in hosted):.1f} s"
+                  f" in all; the machine had run {min(uptimes):.1f}-{max(uptimes):.1f} h when they started."]
 if missing:
     lines += ["", f"Incomplete: {missing} runs not made yet (rerun the script; finished runs are kept)."]
 lines += ["<!-- auto sweep end -->"]

@@ -39,12 +39,15 @@ class BusySeconds(Folder):
         # user nice system idle iowait irq softirq steal guest guest_nice
         stat.write_text("cpu  100 20 30 5000 700 4 6 40 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
         self.assertAlmostEqual(quiet.cpu_busy_seconds(str(stat)), 200 / os.sysconf("SC_CLK_TCK"))
+        self.assertAlmostEqual(quiet.steal_seconds(str(stat)), 40 / os.sysconf("SC_CLK_TCK"))
 
     def test_not_a_stat_file(self):
         stat = self.folder / "stat"
         stat.write_text("intr 1 2 3\n")
         with self.assertRaises(RuntimeError):
             quiet.cpu_busy_seconds(str(stat))
+        with self.assertRaises(RuntimeError):
+            quiet.steal_seconds(str(stat))
 
     def test_this_machine(self):
         self.assertGreater(quiet.cpu_busy_seconds(), 0.0)
@@ -63,8 +66,14 @@ class Command(Folder):
         run, load = self.run_quiet(sys.executable, "-c", "import sys; print('out'); sys.exit(3)")
         self.assertEqual(run.returncode, 3)
         self.assertEqual(run.stdout, "out\n")
-        self.assertEqual(sorted(load), ["disturbed", "others_cpu_s", "own_cpu_s", "waited_s", "wall_s"])
+        self.assertEqual(sorted(load), ["disturbed", "others_cpu_s", "own_cpu_s", "steal_s", "uptime_s", "waited_s",
+                                        "wall_s"])
         self.assertEqual(load["waited_s"], 0.0)
+        self.assertGreaterEqual(load["steal_s"], 0.0)
+        self.assertLessEqual(load["steal_s"], load["others_cpu_s"] + load["own_cpu_s"] + 0.1)
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            self.assertLessEqual(load["uptime_s"], float(uptime.read().split()[0]))
+        self.assertGreater(load["uptime_s"], 0)
 
     def test_own_cpu_is_not_counted_as_others(self):
         # Half a second of this run's own work on one core. Whatever else the machine runs meanwhile,
