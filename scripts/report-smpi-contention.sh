@@ -128,7 +128,8 @@ run_point() {
     exit "$status"
   fi
   if ((status != 0)); then
-    local reason="exit status $status: $(tail -c 200 "$log.log" | tr '\n' ' ')"
+    local reason
+    reason="exit status $status: $(tail -c 200 "$log.log" | tr '\n' ' ')"
     ((status == 124)) && reason="did not finish within $limit s of real time"
     if ((status == 137)) || grep -q Killed "$log.log"; then reason="killed for lack of memory"; fi
     echo "$reason" >"$out.failed"

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -185,15 +186,16 @@ collectives::ExchangeConfig exchange_config(const CommOptions& o) {
   return config;
 }
 
-// Every iteration starts when the slowest worker is ready, as in synchronous SGD: the virtual
-// clocks are set to their maximum; returns the start.
 // RUSAGE_THREAD: the calling thread's own faults, where a worker is a thread (local) or a process.
+// NaN where the kernel will not say (the JSON then shows null, not a count of zero).
 double thread_minor_faults() {
   rusage usage{};
-  if (getrusage(RUSAGE_THREAD, &usage) != 0) return 0.0;
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return std::numeric_limits<double>::quiet_NaN();
   return static_cast<double>(usage.ru_minflt);
 }
 
+// Every iteration starts when the slowest worker is ready, as in synchronous SGD: the virtual
+// clocks are set to their maximum; returns the start.
 double align_iteration_start(transport::Transport& base, transport::SimulatedNetwork& simulated) {
   simulated.now();
   simulated.set_clock(max_over_ranks(base, simulated.now(), 900));
