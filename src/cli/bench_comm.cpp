@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -419,26 +420,27 @@ struct Report {
   std::optional<collectives::AutoDecision> auto_decision;  // rank 0's
 };
 
-// Per iteration, the slowest worker's value.
-std::vector<double> max_per_iteration(const std::vector<std::vector<double>>& per_worker) {
+// Per iteration, the workers' values folded into one from 0 (each worker's series as long as the first's).
+template <typename Fold>
+std::vector<double> fold_per_iteration(const std::vector<std::vector<double>>& per_worker, Fold fold) {
   if (per_worker.empty()) return {};
   std::vector<double> per_iteration(per_worker.front().size(), 0.0);
   for (const auto& w : per_worker) {
-    for (std::size_t i = 0; i < w.size() && i < per_iteration.size(); ++i) per_iteration[i] = std::max(per_iteration[i], w[i]);
+    for (std::size_t i = 0; i < w.size() && i < per_iteration.size(); ++i) per_iteration[i] = fold(per_iteration[i], w[i]);
   }
   return per_iteration;
+}
+
+// Per iteration, the slowest worker's value.
+std::vector<double> max_per_iteration(const std::vector<std::vector<double>>& per_worker) {
+  return fold_per_iteration(per_worker, [](double a, double b) { return std::max(a, b); });
 }
 
 double median_of_max(const std::vector<std::vector<double>>& per_worker) { return median(max_per_iteration(per_worker)); }
 
 // Per iteration, the sum over workers.
 std::vector<double> sum_per_iteration(const std::vector<std::vector<double>>& per_worker) {
-  if (per_worker.empty()) return {};
-  std::vector<double> per_iteration(per_worker.front().size(), 0.0);
-  for (const auto& w : per_worker) {
-    for (std::size_t i = 0; i < w.size() && i < per_iteration.size(); ++i) per_iteration[i] += w[i];
-  }
-  return per_iteration;
+  return fold_per_iteration(per_worker, std::plus<>());
 }
 
 // The aggregation of a synchronous step: from the moment the last worker has its selection until
