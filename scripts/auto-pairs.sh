@@ -6,7 +6,8 @@
 # the sweep's options and counted exchanges (17 on), each waiting for a quiet machine (scripts/quiet.py).
 # Usage: scripts/auto-pairs.sh PAIRS P N DENSITY NETWORK [FIXED] [OUTDIR]
 #   FIXED: the fixed aggregator (default gtopk-rd); OUTDIR: where each run's JSON goes
-#   (default runs/auto-pairs/P-N-DENSITY-NETWORK); SPARSGD=path/to/sparsgd for another build.
+#   (default runs/auto-pairs/P-N-DENSITY-NETWORK); SPARSGD=path/to/sparsgd for another build;
+#   SELECTIONS=drawn for the sweep's points where the gradients do not fit (bench comm --selections drawn).
 # Prints, per pair, each run's median and floor (fastest) over the counted exchanges and auto's ratio,
 # then the median ratio over all pairs and over each order apart.
 set -euo pipefail
@@ -20,12 +21,19 @@ out=${7:-runs/auto-pairs/$p-$n-$d-$net}
 sparsgd=${SPARSGD:-build/sparsgd}
 [ -x "$sparsgd" ] || { bash scripts/setup.sh; sparsgd=build/sparsgd; }
 first=17 iters=11  # as scripts/report-auto.sh 5 11 9
+case ${SELECTIONS:-top-k} in
+  top-k) inputs=(--compressor topk) ;;
+  drawn) inputs=(--selections drawn) ;;
+  *) echo "$0: SELECTIONS must be top-k or drawn, not '$SELECTIONS'" >&2; exit 2 ;;
+esac
+# The sweep's rule: past 2M pairs in all (P k) the serial replay is left to the tests.
+awk -v p="$p" -v n="$n" -v d="$d" 'BEGIN { exit !(p * int(n * d) > 2000000) }' 2>/dev/null && inputs+=(--no-verify)
 mkdir -p "$out"
 run() {  # run AGGREGATOR FILE: bench comm validates P, N, DENSITY and NETWORK and says what is wrong
   local attempt
   for attempt in 1 2 3; do
     /usr/bin/python3 scripts/quiet.py "$2.load" -- "$sparsgd" bench comm --transport local --workers "$p" \
-      --n "$n" --density "$d" --aggregator "$1" --network "$net" --compressor topk --json \
+      --n "$n" --density "$d" --aggregator "$1" --network "$net" "${inputs[@]}" --json \
       --iters $((first + iters - 1)) >"$2.tmp"
     /usr/bin/python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["disturbed"])' "$2.load" && break
     echo "$(date +%H:%M:%S) other processes were busy during $1 ($(cat "$2.load")): again" >&2
