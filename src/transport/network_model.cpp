@@ -143,6 +143,10 @@ class SimulatedNetwork::PostedSend final : public PendingOperation {
  public:
   PostedSend(SimulatedNetwork& net, int peer, int tag, std::span<const std::byte> data) : net_(net), bytes_(data.size()) {
     net.charge_compute();
+    if (!net.spare_frames_.empty()) {
+      framed_ = std::move(net.spare_frames_.back());
+      net.spare_frames_.pop_back();
+    }
     left_at_ = net.frame_outgoing(data, framed_);
     net.inner_.set_timeout(net.timeout());
     inner_ = net.inner_.post_send(peer, tag, framed_);
@@ -151,6 +155,8 @@ class SimulatedNetwork::PostedSend final : public PendingOperation {
   std::size_t wait() override {
     net_.charge_compute();
     if (inner_.pending()) inner_.wait();
+    // The inner send is done with the frame, so the next posted send may stamp into it.
+    net_.spare_frames_.push_back(std::move(framed_));
     net_.clock_ = std::max(net_.clock_, left_at_);
     net_.mark_compute();
     return bytes_;

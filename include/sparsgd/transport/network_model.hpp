@@ -86,6 +86,11 @@ class SimulatedNetwork final : public TransportWrapper {
   double link_free_ = 0.0;
   double cpu_mark_ = 0.0;
   std::vector<std::byte> framed_;
+  // The frames of posted sends that have completed, for the next posted sends to stamp into: a
+  // fresh vector per message would allocate (and, past glibc's mmap threshold, fault in) every
+  // message's size anew, and shape the heap the charged code then works in. Never more than the
+  // most posted sends that were in flight at once.
+  std::vector<std::vector<std::byte>> spare_frames_;
 };
 
 }  // namespace sparsgd::transport
