@@ -12,6 +12,7 @@
 # then the median ratio over all pairs and over each order apart.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/auto-sweep-rules.sh
 usage="usage: $0 PAIRS P N DENSITY NETWORK [FIXED] [OUTDIR]"
 (($# >= 5 && $# <= 7)) || { echo "$usage" >&2; exit 2; }
 pairs=$1 p=$2 n=$3 d=$4 net=$5 fixed=${6:-gtopk-rd}
@@ -26,8 +27,7 @@ case ${SELECTIONS:-top-k} in
   drawn) inputs=(--selections drawn) ;;
   *) echo "$0: SELECTIONS must be top-k or drawn, not '$SELECTIONS'" >&2; exit 2 ;;
 esac
-# The sweep's rule: past 2M pairs in all (P k) the serial replay is left to the tests.
-awk -v p="$p" -v n="$n" -v d="$d" 'BEGIN { exit !(p * int(n * d) > 2000000) }' 2>/dev/null && inputs+=(--no-verify)
+sweep_skips_replay "$p" "$n" "$d" && inputs+=(--no-verify)
 mkdir -p "$out"
 run() {  # run AGGREGATOR FILE: bench comm validates P, N, DENSITY and NETWORK and says what is wrong
   local attempt

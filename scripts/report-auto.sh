@@ -51,6 +51,7 @@
 # the CPU it ran on (the report names every one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/auto-sweep-rules.sh
 report_only=false
 if [ "${1:-}" = --report-only ]; then report_only=true; shift; fi
 rounds=${1:-5}
@@ -79,10 +80,7 @@ run_one() {
   local args=(bench comm --transport local --workers "$p" --n "$n" --density "$d" --aggregator "$agg"
               --network "$net" --json "$@")
   args+=(--iters $((first + iters - 1)))
-  # The serial replay holds every worker and follows every entry through every round (gtopk-rd:
-  # over 10 minutes a run at P = 32, n = 25M, density 0.01, before its reference became
-  # O(k P log P); not measured since): past 2M pairs in all (P k), correctness is the tests' job.
-  awk -v p="$p" -v n="$n" -v d="$d" 'BEGIN { exit !(p * int(n * d) > 2000000) }' && args+=(--no-verify)
+  sweep_skips_replay "$p" "$n" "$d" && args+=(--no-verify)
   echo "$(date +%H:%M:%S) P=$p n=$n d=$d $net $agg $* -> $out" >&2
   local tmp attempt
   tmp=$scratch/$(basename "$out")

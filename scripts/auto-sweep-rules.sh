@@ -1,0 +1,9 @@
+# The auto sweep's per-run rules, sourced by scripts/report-auto.sh and scripts/auto-pairs.sh so
+# that paired runs are made exactly as the sweep's are.
+# sweep_skips_replay P N DENSITY: true where bench comm's serial replay is left to the tests. It
+# holds every worker and follows every entry through every round (gtopk-rd: over 10 minutes a run
+# at P = 32, n = 25M, density 0.01, before its reference became O(k P log P); not measured since):
+# past 2M pairs in all (P k), correctness is the tests' job.
+sweep_skips_replay() {
+  awk -v p="$1" -v n="$2" -v d="$3" 'BEGIN { exit !(p * int(n * d) > 2000000) }'
+}
