@@ -7,7 +7,19 @@
 
 namespace sparsgd::transport {
 
-LocalContext::LocalContext(int size) : size_(size), mailboxes_(static_cast<std::size_t>(std::max(size, 0))) {
+namespace {
+
+// Takes between the pool's trims: many exchanges' worth (an exchange sends from P log P to about P^2
+// messages), so that only buffers idle for a long while are freed.
+std::uint64_t pool_epoch_takes(int size) {
+  const auto p = static_cast<std::uint64_t>(std::max(size, 1));
+  return 4096 + 16 * p * p;
+}
+
+}  // namespace
+
+LocalContext::LocalContext(int size)
+    : size_(size), mailboxes_(static_cast<std::size_t>(std::max(size, 0))), spare_(pool_epoch_takes(size)) {
   SPARSGD_ENFORCE(size >= 1, "worker count must be at least 1, got " << size);
   waiting_for_.assign(static_cast<std::size_t>(size), -1);
 }
@@ -34,18 +46,16 @@ void LocalContext::post(int source, int destination, int tag, std::vector<std::b
   mailboxes_[static_cast<std::size_t>(destination)].arrived.notify_one();
 }
 
-std::vector<std::byte> LocalContext::spare_buffer() {
+std::vector<std::byte> LocalContext::spare_buffer(std::size_t bytes) {
+  std::vector<std::vector<std::byte>> released;  // freed after the lock, not under it
   std::lock_guard lock(mutex_);
-  if (spare_.empty()) return {};
-  std::vector<std::byte> buffer = std::move(spare_.back());
-  spare_.pop_back();
-  return buffer;
+  return spare_.take(bytes, released);
 }
 
 void LocalContext::recycle(std::vector<std::byte> buffer) {
   if (buffer.capacity() == 0) return;
   std::lock_guard lock(mutex_);
-  if (spare_.size() < 4 * static_cast<std::size_t>(size_)) spare_.push_back(std::move(buffer));
+  spare_.give(std::move(buffer));
 }
 
 void LocalContext::throw_aborted(int rank) const {
@@ -141,7 +151,7 @@ void LocalTransport::abort(const std::string& reason) noexcept { context_->abort
 void LocalTransport::do_send(int peer, int tag, std::span<const std::byte> data) {
   // The copy is made outside the lock, into a recycled buffer: fresh 100 KB+ allocations would
   // come from the kernel as zeroed pages every time.
-  std::vector<std::byte> copy = context_->spare_buffer();
+  std::vector<std::byte> copy = context_->spare_buffer(data.size());
   copy.assign(data.begin(), data.end());
   context_->post(rank_, peer, tag, std::move(copy));
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sparsgd/transport/buffer_pool.hpp"
 #include "sparsgd/transport/transport.hpp"
 
 namespace sparsgd::transport {
@@ -24,9 +25,9 @@ class LocalContext {
   int size() const { return size_; }
 
   void post(int source, int destination, int tag, std::vector<std::byte> data);
-  // A buffer for the next message, from the buffers that received messages have given back (so
-  // that steady traffic allocates nothing), or a new one.
-  std::vector<std::byte> spare_buffer();
+  // An empty buffer that holds a message of `bytes`, from the buffers that received messages have
+  // given back (so that steady traffic allocates nothing), or a new one.
+  std::vector<std::byte> spare_buffer(std::size_t bytes);
   // Gives a buffer back for spare_buffer() to hand out again.
   void recycle(std::vector<std::byte> buffer);
   // Waits for the oldest message from `source` with `tag` to `destination`; throws on timeout or
@@ -56,7 +57,7 @@ class LocalContext {
   mutable std::mutex mutex_;
   std::condition_variable barrier_changed_;
   std::vector<Mailbox> mailboxes_;
-  std::vector<std::vector<std::byte>> spare_;  // at most a few per worker
+  BufferPool spare_;
   std::uint64_t barrier_generation_ = 0;
   int barrier_waiting_ = 0;
   std::vector<int> waiting_for_;  // per rank: the peer its receive waits for, or -1
