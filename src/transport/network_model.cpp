@@ -79,9 +79,11 @@ double SimulatedNetwork::frame_outgoing(std::span<const std::byte> data, std::ve
   const double transmit = static_cast<double>(data.size()) / spec_.bytes_per_second;
   link_free_ = depart + transmit;
   const double arrival = link_free_ + spec_.alpha_seconds;
-  framed.resize(kStampBytes + data.size());
-  std::memcpy(framed.data(), &arrival, kStampBytes);
-  if (!data.empty()) std::memcpy(framed.data() + kStampBytes, data.data(), data.size());
+  // The stamp goes after the message, so that the receiver strips it by shortening the buffer
+  // instead of moving the whole message down.
+  framed.resize(data.size() + kStampBytes);
+  if (!data.empty()) std::memcpy(framed.data(), data.data(), data.size());
+  std::memcpy(framed.data() + data.size(), &arrival, kStampBytes);
   return link_free_;
 }
 
@@ -91,8 +93,8 @@ std::size_t SimulatedNetwork::unframe_incoming(int peer, std::vector<std::byte>&
                          " lacks the network model's time stamp");
   }
   double arrival = 0.0;
-  std::memcpy(&arrival, buffer.data(), kStampBytes);
-  buffer.erase(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(kStampBytes));
+  std::memcpy(&arrival, buffer.data() + framed - kStampBytes, kStampBytes);
+  buffer.resize(framed - kStampBytes);
   if (!std::isfinite(arrival)) throw TransportError("corrupt time stamp from rank " + std::to_string(peer));
   clock_ = std::max(clock_, arrival);
   return framed - kStampBytes;

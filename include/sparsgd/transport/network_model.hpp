@@ -73,7 +73,7 @@ class SimulatedNetwork final : public TransportWrapper {
  private:
   class PostedSend;
   class PostedReceive;
-  // Stamps `data` with its arrival time into `framed` and books this worker's link until it has
+  // Stamps `data` with its arrival time (a trailer) into `framed` and books this worker's link until it has
   // left; returns when that is.
   double frame_outgoing(std::span<const std::byte> data, std::vector<std::byte>& framed);
   void frame_outgoing(std::span<const std::byte> data) { frame_outgoing(data, framed_); }
