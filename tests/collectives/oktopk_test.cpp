@@ -147,12 +147,13 @@ TEST(OkTopk, FewerEntriesThanKAreAllKept) {
 
 // A region's summed entries come out in index order either by sorting the touched ones (few in a
 // wide region) or by one pass over the region's flags (many): both give the references' result.
-// Sparse: n = 1M, 20 entries a worker (at most 20 P touched in a region 1M / P wide). Dense: n = 1000,
-// 300 a worker (most of each region touched). Two calls each, so that the flags and sums left behind
-// by the first must be clear for the second.
+// Sparse: n = 1M, 20 entries a worker (at most 20 P touched in a region 1M / P wide), and n = 4M,
+// 1500 a worker (thousands touched: the vectorized sort's partitioning, not only its sorting networks
+// for short arrays; at P = 7 the flags' pass). Dense: n = 1000, 300 a worker (most of each region
+// touched). Two calls each, so that the flags and sums left behind by the first must be clear for the second.
 TEST(OkTopk, SparseAndDenseRegionsGiveTheReferenceResult) {
   for (int p : {1, 2, 3, 4, 7}) {
-    for (const auto& [n, count] : {std::pair<std::size_t, std::size_t>{1000000, 20}, {1000, 300}}) {
+    for (const auto& [n, count] : {std::pair<std::size_t, std::size_t>{1000000, 20}, {4000000, 1500}, {1000, 300}}) {
       const auto first = tied_selections(p, n, count, {0.5f, 0.25f, 3.0f, 1.0f}, 11);
       const auto second = tied_selections(p, n, count, {2.0f, 0.75f, 0.125f}, 12);
       const std::size_t k = count;
