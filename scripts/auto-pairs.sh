@@ -21,7 +21,7 @@ pairs=$1 p=$2 n=$3 d=$4 net=$5 fixed=${6:-gtopk-rd}
 out=${7:-runs/auto-pairs/$p-$n-$d-$net}
 sparsgd=${SPARSGD:-build/sparsgd}
 [ -x "$sparsgd" ] || { bash scripts/setup.sh; sparsgd=build/sparsgd; }
-first=17 iters=11  # as scripts/report-auto.sh 5 11 9
+first=$sweep_first_counted iters=$sweep_default_iters
 case ${SELECTIONS:-top-k} in
   top-k) inputs=(--compressor topk) ;;
   drawn) inputs=(--selections drawn) ;;

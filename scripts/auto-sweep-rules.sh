@@ -7,3 +7,9 @@
 sweep_skips_replay() {
   awk -v p="$1" -v n="$2" -v d="$3" 'BEGIN { exit !(p * int(n * d) > 2000000) }'
 }
+# The first counted exchange (0-based), the same for every run, fixed or auto: auto's trials take at
+# most 16 exchanges (report-auto.sh's header says why the fixed runs skip the same ones).
+sweep_first_counted=17
+# Counted exchanges are ITERS - 1 from sweep_first_counted on, ITERS being report-auto.sh's second
+# argument; the sweeps so far used 11.
+sweep_default_iters=11

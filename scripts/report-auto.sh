@@ -55,7 +55,7 @@ source scripts/auto-sweep-rules.sh
 report_only=false
 if [ "${1:-}" = --report-only ]; then report_only=true; shift; fi
 rounds=${1:-5}
-iters=${2:-11}
+iters=${2:-$sweep_default_iters}
 cheap_rounds=${3:-9}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "$0: ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
 [[ "$iters" =~ ^[1-9][0-9]*$ ]] && ((iters >= 2)) || { echo "$0: ITERS must be an integer of at least 2, not '$iters'" >&2; exit 2; }
@@ -63,7 +63,7 @@ cheap_rounds=${3:-9}
 sparsgd=${SPARSGD:-build/sparsgd}
 [ -x "$sparsgd" ] || { bash scripts/setup.sh; sparsgd=build/sparsgd; }
 runs=docs/results/comm/auto
-first=17  # the first counted exchange, the same for every run (see above)
+first=$sweep_first_counted
 attempts=3  # a run disturbed by other processes is made at most this many times in all
 # The 24 points, one a line: P N DENSITY NETWORK. The loops below and the report read this list.
 grid=$(for p in 4 32 256; do for n in 1000000 25000000; do for d in 0.001 0.01; do for net in paper-1gbe 10gbe; do
