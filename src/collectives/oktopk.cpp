@@ -42,8 +42,8 @@ constexpr std::uint64_t kRepartitionPeriod = 64;
 
 // The region's touched entries come out in index order by one pass over its flags where the region is
 // at most this many times m log2 m wide (m touched), by sorting them otherwise: a flag costs a fraction
-// of a nanosecond to test, a comparison in a sort a few. (Set when the sort was std::sort; VQSort, since
-// session 39, is faster, so the best factor is likely lower: not measured yet.)
+// of a nanosecond to test, a comparison in a sort a few. (Set against std::sort; with VQSort the best
+// factor is likely lower: not measured.)
 constexpr std::size_t kScanFactor = 4;
 
 // The split's messages go in waves: in wave w a rank sends to the ranks at distances
