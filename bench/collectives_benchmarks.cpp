@@ -1,7 +1,8 @@
 // Google Benchmark micro-benchmarks of the sparse aggregation's compute: the gTop-k merge alone,
 // the compressed index codec's encoding and decoding of a set of the same size (issue 17 asks
 // that both together cost at most 10% of the merge: compare BM_TopkMerge/25000/0 with
-// BM_IndexEncode/25000 + BM_IndexDecode/25000 of the same run),
+// BM_IndexEncode/25000 + BM_IndexDecode/25000 of the same run), Ok-Topk's two ways of putting a
+// reduced region in index order (BM_RegionOrder: where kRegionScanMaxWidthPerEntry should sit),
 // and whole aggregate() calls over the in-process transport, timed as the busiest worker's thread
 // CPU time (what the network model charges as compute between messages). Wire time is not here:
 // `sparsgd bench comm --network ...` adds it.
@@ -13,6 +14,7 @@
 #include <numeric>
 #include <vector>
 
+#include "collectives/region_order.hpp"
 #include "collectives/sparse_merge.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/core/index_codec.hpp"
@@ -120,6 +122,67 @@ void BM_IndexDecode(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * k));
 }
 
+// One region of `width` sums of which `width / fill_divisor` were touched, at random offsets, put in
+// index order by the flags' pass (order 0) or the sort (order 1), then taken out as Ok-Topk does:
+// index and sum copied, flag and sum cleared. Only that is timed; the flags and the unsorted list
+// are restored outside the clock. The counter width_per_entry is what the rule compares with
+// kRegionScanMaxWidthPerEntry: the crossover reads off as where the two orders' times meet.
+void BM_RegionOrder(benchmark::State& state) {
+  const auto width = static_cast<std::size_t>(state.range(0));
+  const auto m = std::max<std::size_t>(1, width / static_cast<std::size_t>(state.range(1)));
+  const auto order = state.range(2) == 0 ? sparsgd::collectives::RegionOrder::scan_flags
+                                         : sparsgd::collectives::RegionOrder::sort_touched;
+  constexpr std::uint32_t begin = 1000;
+  std::vector<std::uint32_t> offsets(width);
+  std::iota(offsets.begin(), offsets.end(), std::uint32_t{0});
+  sparsgd::Rng rng(7);
+  for (std::size_t i = 0; i < m; ++i) {  // a partial Fisher-Yates shuffle: m distinct offsets
+    const std::size_t j = i + static_cast<std::size_t>(rng.below(width - i));
+    std::swap(offsets[i], offsets[j]);
+  }
+  std::vector<std::uint32_t> first_seen(m);
+  for (std::size_t i = 0; i < m; ++i) first_seen[i] = begin + offsets[i];
+  std::vector<std::uint8_t> seen(width, 0);
+  std::vector<float> sums(width, 0.0f);
+  std::vector<std::uint32_t> touched;
+  std::vector<std::uint32_t> indices(m);
+  std::vector<float> values(m);
+  const hwy::Sorter sorter;
+  for (auto _ : state) {
+    state.PauseTiming();
+    touched = first_seen;
+    for (const std::uint32_t index : touched) {
+      seen[index - begin] = 1;
+      sums[index - begin] = 1.0f;
+    }
+    state.ResumeTiming();
+    sparsgd::collectives::order_touched(order, seen, touched, begin, sorter);
+    for (std::size_t e = 0; e < m; ++e) {
+      const std::size_t at = touched[e] - begin;
+      indices[e] = touched[e];
+      values[e] = sums[at];
+      sums[at] = 0.0f;
+      seen[at] = 0;
+    }
+    benchmark::DoNotOptimize(indices.data());
+    benchmark::DoNotOptimize(values.data());
+  }
+  if (!std::is_sorted(indices.begin(), indices.end())) state.SkipWithError("the region came out of index order");
+  state.counters["m"] = static_cast<double>(m);
+  state.counters["width_per_entry"] = static_cast<double>(width) / static_cast<double>(m);
+}
+
+// Region widths n / P of the sweep's points (n = 1M and 25M; P = 4, 32, 256), each filled from half
+// down to 1/1024: the fills where Ok-Topk's rule switches lie within.
+void region_order_grid(benchmark::internal::Benchmark* b) {
+  for (const std::int64_t width : {3906, 97656, 781250, 6250000}) {
+    for (const std::int64_t divisor : {2, 4, 6, 8, 10, 12, 16, 32, 64, 256, 1024}) {
+      if (width / divisor < 2) continue;
+      for (const std::int64_t order : {0, 1}) b->Args({width, divisor, order});
+    }
+  }
+}
+
 // One aggregate() per worker and benchmark iteration; the iteration's time is the largest thread
 // CPU time any worker spent inside aggregate(), waits excluded.
 void BM_Aggregate(benchmark::State& state, const char* aggregator) {
@@ -151,6 +214,7 @@ void BM_Aggregate(benchmark::State& state, const char* aggregator) {
 BENCHMARK(BM_TopkMerge)->Args({25000, 0})->Args({25000, 10})->Args({25000, 90})->Args({1000, 0});
 BENCHMARK(BM_IndexEncode)->Arg(25000)->Arg(1000);
 BENCHMARK(BM_IndexDecode)->Arg(25000)->Arg(1000);
+BENCHMARK(BM_RegionOrder)->Apply(region_order_grid);
 BENCHMARK_CAPTURE(BM_Aggregate, gtopk_rd, "gtopk-rd")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
 BENCHMARK_CAPTURE(BM_Aggregate, gtopk, "gtopk")->Args({2, 25000})->Args({4, 25000})->UseManualTime();
 BENCHMARK_CAPTURE(BM_Aggregate, allgather, "allgather")->Args({2, 25000})->Args({4, 25000})->UseManualTime();

@@ -30,6 +30,7 @@
 #include "collectives/closed_form.hpp"
 #include "collectives/count_allreduce.hpp"
 #include "collectives/reference_sets.hpp"
+#include "collectives/region_order.hpp"
 #include "collectives/tags.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/select/magnitude.hpp"
@@ -39,12 +40,6 @@ namespace sparsgd::collectives {
 namespace {
 
 constexpr std::uint64_t kRepartitionPeriod = 64;
-
-// The region's touched entries come out in index order by one pass over its flags where the region is
-// at most this many times m log2 m wide (m touched), by sorting them otherwise: a flag costs a fraction
-// of a nanosecond to test, a comparison in a sort a few. (Set against std::sort; with VQSort the best
-// factor is likely lower: not measured.)
-constexpr std::size_t kScanFactor = 4;
 
 // The split's messages go in waves: in wave w a rank sends to the ranks at distances
 // [1 + w W, (w + 1) W] to its right and receives from the same distances to its left, and waits
@@ -227,27 +222,17 @@ class OkTopk final : public Aggregator {
     }
     region_.dim = local.dim;
     region_.resize(touched_.size());
-    // Entry e of the region is its sum at offset `at`, whose flag and sum are cleared for the next call.
-    auto take = [&](std::size_t e, std::size_t at) {
-      region_.indices[e] = begin + static_cast<std::uint32_t>(at);
+    // Once error feedback spreads the workers' selections apart the union nears k entries a region
+    // (P = 32, n = 25M, density 0.01: 250,000 of a 781,250-wide region): then the pass over the
+    // flags is the cheaper order (region_order.hpp).
+    order_touched(region_order_for(width, touched_.size()), seen_, touched_, begin, sorter_);
+    // Entry e of the region is its sum, whose flag and sum are cleared for the next call.
+    for (std::size_t e = 0; e < touched_.size(); ++e) {
+      const std::size_t at = touched_[e] - begin;
+      region_.indices[e] = touched_[e];
       region_.values[e] = sums_[at];
       sums_[at] = 0.0f;
       seen_[at] = 0;
-    };
-    const std::size_t m = touched_.size();
-    if (width <= kScanFactor * m * static_cast<std::size_t>(std::bit_width(m))) {
-      // Dense enough that one pass over the region's flags, in index order, costs less than sorting
-      // what was touched: once error feedback spreads the workers' selections apart the union nears
-      // k entries a region (P = 32, n = 25M, density 0.01: 250,000 of a 781,250-wide region), a sort
-      // of milliseconds a rank (the scan took 15% off Ok-Topk's fastest exchanges there: findings.md).
-      std::size_t e = 0;
-      for (std::size_t at = 0; at < width; ++at) {
-        if (seen_[at]) take(e++, at);
-      }
-    } else {
-      // Highway's vectorized quicksort: plain integer keys, so the same order as std::sort.
-      if (m > 0) sorter_(touched_.data(), m, hwy::SortAscending());
-      for (std::size_t e = 0; e < m; ++e) take(e, touched_[e] - begin);
     }
   }
 
