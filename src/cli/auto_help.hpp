@@ -13,7 +13,7 @@ inline std::string auto_trials_help() {
   return fmt::format(
       "auto: runs each candidate within {}x of the closed forms' cheapest {} times untimed, then times it at least this "
       "many times (more where fewer candidates are plausible, as the exchanges all {} candidates' trials would take allow) "
-      "and keeps the fastest (trials within {:g}% of it: the cheaper closed form; those whose fastest is under the "
+      "and keeps the fastest (trials within {:g}% of it: the cheaper closed form, unless the fastest beat it twice; those whose fastest is under the "
       "fastest's second-fastest run again, within those exchanges), trying again after {} settled "
       "exchanges, then twice as many each time up to every {}; 0: the closed forms' choice (reproducible)",
       collectives::kTrialFactor, collectives::kAutoWarmupRounds, collectives::auto_candidates().size(),

@@ -514,6 +514,7 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                  {"model_choice", std::string(d.model_choice)},
                  {"trials", trials},
                  {"tie_tolerance", collectives::kTrialTieTolerance},
+                 {"tie_unless_beaten_twice", true},
                  {"timed_rounds", d.timed_rounds},
                  {"trial_exchanges", d.trial_exchanges},
                  {"timed_exchanges", d.timed_exchanges},

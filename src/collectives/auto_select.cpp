@@ -257,13 +257,23 @@ std::vector<std::size_t> contested_candidates(const std::vector<AutoTrial>& tria
   return contested;
 }
 
+bool beaten_twice(const AutoTrial& fastest, const AutoTrial& other) {
+  return fastest.runs >= 2 && other.runs > 0 && fastest.second_seconds <= other.measured_seconds;
+}
+
 std::string_view settled_choice(const std::vector<AutoTrial>& trials) {
   SPARSGD_ENFORCE(!trials.empty(), "settled_choice needs at least one candidate");
-  const double best = fastest_timed_seconds(trials);
+  const AutoTrial* fastest = nullptr;  // the first of equals
   for (const AutoTrial& trial : trials) {
-    if (trial.runs > 0 && trial.measured_seconds <= best * (1.0 + kTrialTieTolerance)) return trial.aggregator;
+    if (trial.runs > 0 && (fastest == nullptr || trial.measured_seconds < fastest->measured_seconds)) fastest = &trial;
   }
-  return trials.front().aggregator;  // none timed: the closed forms' choice
+  if (fastest == nullptr) return trials.front().aggregator;  // none timed: the closed forms' choice
+  for (const AutoTrial& trial : trials) {
+    if (&trial == fastest) return trial.aggregator;
+    const bool within_tie = trial.runs > 0 && trial.measured_seconds <= fastest->measured_seconds * (1.0 + kTrialTieTolerance);
+    if (within_tie && !beaten_twice(*fastest, trial)) return trial.aggregator;
+  }
+  return fastest->aggregator;
 }
 
 const std::vector<std::string_view>& auto_candidates() {
