@@ -123,10 +123,11 @@ void BM_IndexDecode(benchmark::State& state) {
 }
 
 // One region of `width` sums of which `width / fill_divisor` were touched, at random offsets, put in
-// index order by the flags' pass (order 0) or the sort (order 1), then taken out as Ok-Topk does:
-// index and sum copied, flag and sum cleared. Only that is timed; the flags and the unsorted list
-// are restored outside the clock. The counter width_per_entry is what the rule compares with
-// kRegionScanMaxWidthPerEntry: the crossover reads off as where the two orders' times meet.
+// index order by the flags' pass (order 0) or the sort (order 1), then taken out as Ok-Topk does
+// (take_ordered: index and sum copied, flag and sum cleared). Only that is timed; the flags and the
+// unsorted list are restored outside the clock. The counter width_per_entry is what the rule
+// compares with kRegionScanMaxWidthPerEntry: the crossover reads off as where the two orders' times
+// meet.
 void BM_RegionOrder(benchmark::State& state) {
   const auto width = static_cast<std::size_t>(state.range(0));
   const auto m = std::max<std::size_t>(1, width / static_cast<std::size_t>(state.range(1)));
@@ -157,13 +158,7 @@ void BM_RegionOrder(benchmark::State& state) {
     }
     state.ResumeTiming();
     sparsgd::collectives::order_touched(order, seen, touched, begin, sorter);
-    for (std::size_t e = 0; e < m; ++e) {
-      const std::size_t at = touched[e] - begin;
-      indices[e] = touched[e];
-      values[e] = sums[at];
-      sums[at] = 0.0f;
-      seen[at] = 0;
-    }
+    sparsgd::collectives::take_ordered(touched, begin, sums, seen, indices, values);
     benchmark::DoNotOptimize(indices.data());
     benchmark::DoNotOptimize(values.data());
   }

@@ -21,18 +21,16 @@ import pathlib
 import statistics
 import sys
 
+from auto_settle import settled_choice
+
 FIRST, LAST = 17, 27
 TIE = 0.10
 
 
 def choices(trials):
-    timed = [t for t in trials if t["runs"] > 0]
-    leader = min(timed, key=lambda t: t["measured_ms"])
-    within = lambda t: t["measured_ms"] <= leader["measured_ms"] * (1 + TIE)
-    beaten_twice = lambda t: leader["runs"] >= 2 and leader["second_ms"] <= t["measured_ms"]
-    tie = next(t["aggregator"] for t in timed if within(t))
-    twice = next(t["aggregator"] for t in timed if t is leader or (within(t) and not beaten_twice(t)))
-    return {"tie": tie, "twice": twice, "clock": leader["aggregator"]}
+    return {"tie": settled_choice(trials, TIE, unless_beaten_twice=False),
+            "twice": settled_choice(trials, TIE),
+            "clock": settled_choice(trials, 0.0, unless_beaten_twice=False)}
 
 
 def main(folders):

@@ -194,7 +194,8 @@ PY
 fi
 /usr/bin/python3 - "$runs" "$rounds" "$iters" "$sparsgd" "$first" "$cheap_rounds" "$grid" "$attempts" <<'PY'
 import functools, json, pathlib, re, statistics, subprocess, sys
-sys.path.insert(0, "scripts")  # machine.py, quiet.py
+sys.path.insert(0, "scripts")  # auto_settle.py, machine.py, quiet.py
+from auto_settle import settled_choice
 from machine import builds, cpu_model
 import quiet
 runs, rounds, iters, sparsgd, first = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
@@ -236,16 +237,10 @@ said = lambda values: " or ".join(str(v) for v in values) if values else "?"
 # would mix two rules.
 tolerances = sorted({r["auto"].get("tie_tolerance", 0.03) for r in tried})
 tie = tolerances[-1] if tolerances else 0.03
-def settles(trials):
-    timed_trials = [t for t in trials if t["measured_ms"] is not None]
-    leader = min(timed_trials, key=lambda t: t["measured_ms"])
-    beaten_twice = lambda t: leader["second_ms"] is not None and leader["second_ms"] <= t["measured_ms"]
-    return next(t["aggregator"] for t in timed_trials
-                if t is leader or (t["measured_ms"] <= leader["measured_ms"] * (1 + tie) and not beaten_twice(t)))
 under_older = [f for f, r in tried_by_file.items()
                if r["auto"].get("tie_tolerance", 0.03) != tie or not r["auto"].get("tie_unless_beaten_twice", False)]
 otherwise = [f"{f.parent.name}/{f.name}" for f in under_older
-             if settles(tried_by_file[f]["auto"]["trials"]) != tried_by_file[f]["auto"]["choice"]]
+             if settled_choice(tried_by_file[f]["auto"]["trials"], tie) != tried_by_file[f]["auto"]["choice"]]
 if otherwise:
     raise SystemExit(f"auto runs whose trials settle otherwise under today's tie rule ({tie:g}, unless beaten twice): "
                      + ", ".join(otherwise) + "; make those points' rounds again (remove their runs)")

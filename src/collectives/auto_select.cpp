@@ -35,13 +35,21 @@ CostQuery query_for(int workers, std::size_t n, std::size_t k, wire::IndexCoding
   return q;
 }
 
+// The fastest timed candidate (the first of equals); trials.size() when none was timed.
+std::size_t fastest_trial(const std::vector<AutoTrial>& trials) {
+  std::size_t fastest = trials.size();
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    if (trials[i].runs > 0 && (fastest == trials.size() || trials[i].measured_seconds < trials[fastest].measured_seconds)) {
+      fastest = i;
+    }
+  }
+  return fastest;
+}
+
 // The fastest timed candidate's time; infinity when none was timed.
 double fastest_timed_seconds(const std::vector<AutoTrial>& trials) {
-  double best = std::numeric_limits<double>::infinity();
-  for (const AutoTrial& trial : trials) {
-    if (trial.runs > 0) best = std::min(best, trial.measured_seconds);
-  }
-  return best;
+  const std::size_t fastest = fastest_trial(trials);
+  return fastest == trials.size() ? std::numeric_limits<double>::infinity() : trials[fastest].measured_seconds;
 }
 
 class AutoAggregator final : public Aggregator {
@@ -239,12 +247,7 @@ int timed_trial_rounds(std::size_t candidates, int trial_rounds) {
 }
 
 std::vector<std::size_t> contested_candidates(const std::vector<AutoTrial>& trials) {
-  std::size_t fastest = trials.size();
-  for (std::size_t i = 0; i < trials.size(); ++i) {
-    if (trials[i].runs > 0 && (fastest == trials.size() || trials[i].measured_seconds < trials[fastest].measured_seconds)) {
-      fastest = i;
-    }
-  }
+  const std::size_t fastest = fastest_trial(trials);
   if (fastest == trials.size()) return {};
   // With one run the fastest's floor has nothing to confirm it against: its own time stands in.
   const AutoTrial& w = trials[fastest];
@@ -263,17 +266,15 @@ bool beaten_twice(const AutoTrial& fastest, const AutoTrial& other) {
 
 std::string_view settled_choice(const std::vector<AutoTrial>& trials) {
   SPARSGD_ENFORCE(!trials.empty(), "settled_choice needs at least one candidate");
-  const AutoTrial* fastest = nullptr;  // the first of equals
+  const std::size_t index = fastest_trial(trials);
+  if (index == trials.size()) return trials.front().aggregator;  // none timed: the closed forms' choice
+  const AutoTrial& fastest = trials[index];
   for (const AutoTrial& trial : trials) {
-    if (trial.runs > 0 && (fastest == nullptr || trial.measured_seconds < fastest->measured_seconds)) fastest = &trial;
+    if (&trial == &fastest) return trial.aggregator;
+    const bool within_tie = trial.runs > 0 && trial.measured_seconds <= fastest.measured_seconds * (1.0 + kTrialTieTolerance);
+    if (within_tie && !beaten_twice(fastest, trial)) return trial.aggregator;
   }
-  if (fastest == nullptr) return trials.front().aggregator;  // none timed: the closed forms' choice
-  for (const AutoTrial& trial : trials) {
-    if (&trial == fastest) return trial.aggregator;
-    const bool within_tie = trial.runs > 0 && trial.measured_seconds <= fastest->measured_seconds * (1.0 + kTrialTieTolerance);
-    if (within_tie && !beaten_twice(*fastest, trial)) return trial.aggregator;
-  }
-  return fastest->aggregator;
+  return fastest.aggregator;
 }
 
 const std::vector<std::string_view>& auto_candidates() {

@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -226,14 +225,7 @@ class OkTopk final : public Aggregator {
     // (P = 32, n = 25M, density 0.01: 250,000 of a 781,250-wide region): then the pass over the
     // flags is the cheaper order (region_order.hpp).
     order_touched(region_order_for(width, touched_.size()), seen_, touched_, begin, sorter_);
-    // Entry e of the region is its sum, whose flag and sum are cleared for the next call.
-    for (std::size_t e = 0; e < touched_.size(); ++e) {
-      const std::size_t at = touched_[e] - begin;
-      region_.indices[e] = touched_[e];
-      region_.values[e] = sums_[at];
-      sums_[at] = 0.0f;
-      seen_[at] = 0;
-    }
+    take_ordered(touched_, begin, sums_, seen_, region_.indices, region_.values);
   }
 
   [[noreturn]] static void inconsistent(const transport::Transport& t) {

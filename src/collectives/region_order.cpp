@@ -47,4 +47,15 @@ void order_touched(RegionOrder order, std::span<const std::uint8_t> seen, std::s
   }
 }
 
+void take_ordered(std::span<const std::uint32_t> ordered, std::uint32_t begin, std::span<float> sums,
+                  std::span<std::uint8_t> seen, std::span<std::uint32_t> indices, std::span<float> values) {
+  for (std::size_t e = 0; e < ordered.size(); ++e) {
+    const std::size_t at = ordered[e] - begin;
+    indices[e] = ordered[e];
+    values[e] = sums[at];
+    sums[at] = 0.0f;
+    seen[at] = 0;
+  }
+}
+
 }  // namespace sparsgd::collectives

@@ -31,4 +31,10 @@ RegionOrder region_order_for(std::size_t width, std::size_t touched);
 void order_touched(RegionOrder order, std::span<const std::uint8_t> seen, std::span<std::uint32_t> touched,
                    std::uint32_t begin, const hwy::Sorter& sorter);
 
+// The region's entries in the order of `ordered` (order_touched's result): entry e is index ordered[e]
+// and its sum, whose sum and flag are cleared for the next call. `indices` and `values` hold
+// ordered.size() entries.
+void take_ordered(std::span<const std::uint32_t> ordered, std::uint32_t begin, std::span<float> sums,
+                  std::span<std::uint8_t> seen, std::span<std::uint32_t> indices, std::span<float> values);
+
 }  // namespace sparsgd::collectives
