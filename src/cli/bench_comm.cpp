@@ -68,8 +68,21 @@ struct CommOptions {
   // exchange); drawn: every worker draws k entries (draw_selection) and only the aggregation runs,
   // so memory grows with P k instead of P n (P = 256 at n = 25M, SimGrid runs of 1024 ranks).
   std::string selections = "gradient";
+  // Another aggregator run in the same process on the same workers, its exchanges alternating with
+  // --aggregator's (empty: none). Two separate runs differ by more than the 5% a comparison of auto
+  // with a fixed aggregator asks for (memory layout, the machine's state minutes apart); interleaved,
+  // both see the same process and machine, and each iteration alternates which goes first.
+  std::string interleave;
   bool drawn() const { return selections == "drawn"; }
 };
+
+// --interleave's run: the same options but its aggregator.
+CommOptions interleaved_options(const CommOptions& o) {
+  CommOptions partner = o;
+  partner.aggregator = o.interleave;
+  partner.interleave.clear();
+  return partner;
+}
 
 // Forwards everything but the transport's own allreduce, so that dense runs the library's ring over
 // point-to-point messages (what the closed form describes) also without a simulated network.
@@ -195,6 +208,29 @@ double thread_minor_faults() {
   return static_cast<double>(usage.ru_minflt);
 }
 
+// Adds what the transport counted between `before` and `after` to `total`: where two aggregators
+// share a transport (--interleave), each gets only its own exchanges' traffic.
+void add_traffic(transport::TrafficCounters& total, const transport::TrafficCounters& before,
+                 const transport::TrafficCounters& after) {
+  total.bytes_sent += after.bytes_sent - before.bytes_sent;
+  total.bytes_received += after.bytes_received - before.bytes_received;
+  total.messages_sent += after.messages_sent - before.messages_sent;
+  total.messages_received += after.messages_received - before.messages_received;
+}
+
+// One aggregator's run on a worker, with what it measured: bench comm runs one, or two with
+// --interleave, on the same transport and the same gradients or drawn selections.
+struct Pipeline {
+  const CommOptions* options;
+  WorkerRecord* record;
+};
+
+// Which pipeline runs `turn`-th in iteration `it`: in turn, the first alternating, so that neither
+// always runs right after the gradient is made or right after the other.
+std::size_t pipeline_at(std::size_t turn, int it, std::size_t pipelines) {
+  return (turn + static_cast<std::size_t>(it)) % pipelines;
+}
+
 // Every iteration starts when the slowest worker is ready, as in synchronous SGD: the virtual
 // clocks are set to their maximum; returns the start.
 double align_iteration_start(transport::Transport& base, transport::SimulatedNetwork& simulated) {
@@ -215,51 +251,120 @@ bool drawn_indices_shared(const CommOptions& o) {
   return collectives::find_aggregator(o.aggregator).properties.needs_shared_indices;
 }
 
-// --selections drawn: the aggregation alone, on selections drawn anew each iteration, timed as the
-// exchange times it (two barriers, then from the transport's clock at the start to its end).
-void run_drawn_worker(const CommOptions& o, transport::Transport& base, transport::Transport& comm,
-                      transport::SimulatedNetwork* simulated, WorkerRecord& record) {
-  const collectives::ExchangeConfig config = exchange_config(o);
-  const auto aggregator =
-      collectives::make_aggregator(o.aggregator, {config.index_coding, config.network, config.auto_trial_rounds});
-  const std::size_t k = k_from_density(o.n, o.density);
-  SparseVector selection;
-  collectives::Aggregation result;
-  for (int it = 0; it < o.iters; ++it) {
-    draw_selection(selection, o.n, k, o.seed, base.rank(), static_cast<std::uint64_t>(it), drawn_indices_shared(o));
-    base.barrier();
-    const double sim_start = simulated != nullptr ? align_iteration_start(base, *simulated) : 0.0;
-    const auto wall_start = std::chrono::steady_clock::now();
-    comm.barrier();
-    comm.barrier();
-    const double sim_ready = simulated != nullptr ? simulated->now() : 0.0;
-    const auto aggregate_start = std::chrono::steady_clock::now();
-    const double faults_start = thread_minor_faults();
-    const double cpu_start = transport::thread_cpu_seconds();
-    record.clock_start_s.push_back(comm.clock_seconds());
-    aggregator->aggregate(comm, selection, k, result);
-    record.clock_end_s.push_back(comm.clock_seconds());
-    record.agg_cpu_ms.push_back(1e3 * (transport::thread_cpu_seconds() - cpu_start));
-    record.agg_minor_faults.push_back(thread_minor_faults() - faults_start);
-    const auto wall_end = std::chrono::steady_clock::now();
-    record.agg_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - aggregate_start).count());
-    record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
-    record.compress_ms.push_back(0.0);
-    if (simulated != nullptr) {
-      const double sim_end = simulated->now();
-      record.sim_ms.push_back(1e3 * (sim_end - sim_start));
-      record.sim_ready_ms.push_back(1e3 * (sim_ready - sim_start));
-      record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start));
-    }
-    keep_for_verification(o, result, record);
-    base.barrier();  // as in run_worker: the next draw must not run beside another's aggregation
+// One drawn exchange of one pipeline: the aggregation alone, timed as the exchange times it (two
+// barriers, then from the transport's clock at the start to its end).
+void run_drawn_exchange(const CommOptions& o, transport::Transport& base, transport::Transport& comm,
+                        transport::SimulatedNetwork* simulated, collectives::Aggregator& aggregator,
+                        const SparseVector& selection, std::size_t k, collectives::Aggregation& result,
+                        WorkerRecord& record) {
+  const transport::TrafficCounters traffic_before = comm.counters();
+  base.barrier();
+  const double sim_start = simulated != nullptr ? align_iteration_start(base, *simulated) : 0.0;
+  const auto wall_start = std::chrono::steady_clock::now();
+  comm.barrier();
+  comm.barrier();
+  const double sim_ready = simulated != nullptr ? simulated->now() : 0.0;
+  const auto aggregate_start = std::chrono::steady_clock::now();
+  const double faults_start = thread_minor_faults();
+  const double cpu_start = transport::thread_cpu_seconds();
+  record.clock_start_s.push_back(comm.clock_seconds());
+  aggregator.aggregate(comm, selection, k, result);
+  record.clock_end_s.push_back(comm.clock_seconds());
+  record.agg_cpu_ms.push_back(1e3 * (transport::thread_cpu_seconds() - cpu_start));
+  record.agg_minor_faults.push_back(thread_minor_faults() - faults_start);
+  const auto wall_end = std::chrono::steady_clock::now();
+  record.agg_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - aggregate_start).count());
+  record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
+  record.compress_ms.push_back(0.0);
+  if (simulated != nullptr) {
+    const double sim_end = simulated->now();
+    record.sim_ms.push_back(1e3 * (sim_end - sim_start));
+    record.sim_ready_ms.push_back(1e3 * (sim_ready - sim_start));
+    record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start));
   }
-  record.counters = comm.counters();
-  if (const collectives::AutoDecision* d = collectives::auto_decision(*aggregator)) record.auto_decision = *d;
+  keep_for_verification(o, result, record);
+  add_traffic(record.counters, traffic_before, comm.counters());
+  base.barrier();  // as in run_worker: the next draw must not run beside another's aggregation
 }
 
-void run_worker(const CommOptions& o, const transport::NetworkSpec& network, transport::Transport& base,
-                WorkerRecord& record) {
+// --selections drawn: the aggregation alone, on selections drawn anew each iteration, timed as the
+// exchange times it (two barriers, then from the transport's clock at the start to its end).
+void run_drawn_worker(const std::vector<Pipeline>& pipelines, transport::Transport& base, transport::Transport& comm,
+                      transport::SimulatedNetwork* simulated) {
+  std::vector<std::unique_ptr<collectives::Aggregator>> aggregators;
+  for (const Pipeline& pipeline : pipelines) {
+    const collectives::ExchangeConfig config = exchange_config(*pipeline.options);
+    aggregators.push_back(collectives::make_aggregator(
+        pipeline.options->aggregator, {config.index_coding, config.network, config.auto_trial_rounds}));
+  }
+  const CommOptions& o = *pipelines.front().options;
+  const std::size_t k = k_from_density(o.n, o.density);
+  SparseVector selection;
+  // What `selection` holds: -1 nothing of this iteration, else this iteration's draw with indices
+  // shared (1) or not (0); pipelines that draw alike share one draw.
+  int drawn_kind = -1;
+  collectives::Aggregation result;
+  for (int it = 0; it < o.iters; ++it) {
+    drawn_kind = -1;
+    for (std::size_t turn = 0; turn < pipelines.size(); ++turn) {
+      const std::size_t p = pipeline_at(turn, it, pipelines.size());
+      collectives::Aggregator& aggregator = *aggregators[p];
+      WorkerRecord& record = *pipelines[p].record;
+      const bool shared = drawn_indices_shared(*pipelines[p].options);
+      if (drawn_kind != static_cast<int>(shared)) {
+        draw_selection(selection, o.n, k, o.seed, base.rank(), static_cast<std::uint64_t>(it), shared);
+        drawn_kind = static_cast<int>(shared);
+      }
+      run_drawn_exchange(*pipelines[p].options, base, comm, simulated, aggregator, selection, k, result, record);
+    }
+  }
+  for (std::size_t p = 0; p < pipelines.size(); ++p) {
+    if (const collectives::AutoDecision* d = collectives::auto_decision(*aggregators[p])) {
+      pipelines[p].record->auto_decision = *d;
+    }
+  }
+}
+
+// One gradient exchange of one pipeline: compression, aggregation and the residual update, on the
+// gradient this worker made for the iteration.
+void run_gradient_exchange(const CommOptions& o, int it, std::span<const float> gradient, transport::Transport& base,
+                           transport::Transport& comm, transport::SimulatedNetwork* simulated,
+                           collectives::GradientExchange& exchange, WorkerRecord& record) {
+  const transport::TrafficCounters traffic_before = comm.counters();
+  base.barrier();
+  const double sim_start = simulated != nullptr ? align_iteration_start(base, *simulated) : 0.0;
+  const auto wall_start = std::chrono::steady_clock::now();
+  const collectives::Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
+  const auto wall_end = std::chrono::steady_clock::now();
+  record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
+  const auto& phase = exchange.last_times();
+  record.clock_start_s.push_back(phase.aggregate_clock_start);
+  record.clock_end_s.push_back(phase.aggregate_clock_end);
+  record.agg_ms.push_back(1e3 * phase.aggregate_seconds);
+  record.agg_cpu_ms.push_back(1e3 * phase.aggregate_cpu_seconds);
+  record.compress_ms.push_back(1e3 * phase.compress_seconds);
+  if (simulated != nullptr) {
+    const double sim_end = simulated->now();
+    // The compute before the aggregation (compression) and after it (the residual update) is
+    // charged on the clock as measured CPU time, so the aggregation's start and end are exact.
+    record.sim_ms.push_back(1e3 * (sim_end - sim_start));
+    record.sim_ready_ms.push_back(1e3 * phase.compress_cpu_seconds);
+    record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start - phase.feedback_cpu_seconds));
+  }
+  keep_for_verification(o, result, record);
+  add_traffic(record.counters, traffic_before, comm.counters());
+  // The next iteration's gradient and compression must not start beside another worker's
+  // aggregation: where workers share cores (threads here, ranks on one machine), a worker done
+  // early would take cores and caches from those still aggregating, and their times would
+  // measure that (at P = 4 on 2 cores the aggregation's wall time doubled).
+  base.barrier();
+}
+
+// A worker's whole run: every pipeline (one, or two with --interleave) on one transport, each
+// with its own aggregator and, for gradients, its own compressor and residual.
+void run_worker(const std::vector<Pipeline>& pipelines, const transport::NetworkSpec& network,
+                transport::Transport& base) {
+  const CommOptions& o = *pipelines.front().options;
   std::optional<transport::SimulatedNetwork> simulated;
   std::optional<PointToPointOnly> point_to_point;
   if (network.enabled()) {
@@ -272,44 +377,29 @@ void run_worker(const CommOptions& o, const transport::NetworkSpec& network, tra
                                : point_to_point ? static_cast<transport::Transport&>(*point_to_point)
                                                 : base;
   if (o.drawn()) {
-    run_drawn_worker(o, base, comm, simulated ? &*simulated : nullptr, record);
+    run_drawn_worker(pipelines, base, comm, simulated ? &*simulated : nullptr);
     return;
   }
-  collectives::GradientExchange exchange(comm, o.n, exchange_config(o));
+  std::vector<std::unique_ptr<collectives::GradientExchange>> exchanges;
+  for (const Pipeline& pipeline : pipelines) {
+    exchanges.push_back(std::make_unique<collectives::GradientExchange>(comm, o.n, exchange_config(*pipeline.options)));
+  }
   std::vector<float> gradient(o.n);
   for (int it = 0; it < o.iters; ++it) {
     fill_gradient(gradient, o.seed, base.rank(), static_cast<std::uint64_t>(it));
-    base.barrier();
-    const double sim_start = simulated ? align_iteration_start(base, *simulated) : 0.0;
-    const auto wall_start = std::chrono::steady_clock::now();
-    const collectives::Aggregation& result = exchange.exchange(gradient, static_cast<std::uint64_t>(it));
-    const auto wall_end = std::chrono::steady_clock::now();
-    record.wall_ms.push_back(std::chrono::duration<double, std::milli>(wall_end - wall_start).count());
-    const auto& phase = exchange.last_times();
-    record.clock_start_s.push_back(phase.aggregate_clock_start);
-    record.clock_end_s.push_back(phase.aggregate_clock_end);
-    record.agg_ms.push_back(1e3 * phase.aggregate_seconds);
-    record.agg_cpu_ms.push_back(1e3 * phase.aggregate_cpu_seconds);
-    record.compress_ms.push_back(1e3 * phase.compress_seconds);
-    if (simulated) {
-      const double sim_end = simulated->now();
-      // The compute before the aggregation (compression) and after it (the residual update) is
-      // charged on the clock as measured CPU time, so the aggregation's start and end are exact.
-      const auto& times = exchange.last_times();
-      record.sim_ms.push_back(1e3 * (sim_end - sim_start));
-      record.sim_ready_ms.push_back(1e3 * times.compress_cpu_seconds);
-      record.sim_summed_ms.push_back(1e3 * (sim_end - sim_start - times.feedback_cpu_seconds));
+    for (std::size_t turn = 0; turn < pipelines.size(); ++turn) {
+      const std::size_t p = pipeline_at(turn, it, pipelines.size());
+      run_gradient_exchange(*pipelines[p].options, it, gradient, base, comm, simulated ? &*simulated : nullptr,
+                            *exchanges[p], *pipelines[p].record);
     }
-    keep_for_verification(o, result, record);
-    // The next iteration's gradient and compression must not start beside another worker's
-    // aggregation: where workers share cores (threads here, ranks on one machine), a worker done
-    // early would take cores and caches from those still aggregating, and their times would
-    // measure that (at P = 4 on 2 cores the aggregation's wall time doubled).
-    base.barrier();
   }
-  record.counters = comm.counters();
-  if (const collectives::AutoDecision* d = collectives::auto_decision(exchange.aggregator())) record.auto_decision = *d;
-  if (o.verify) record.residual_digest = fnv1a(std::as_bytes(exchange.feedback().residual()));
+  for (std::size_t p = 0; p < pipelines.size(); ++p) {
+    WorkerRecord& record = *pipelines[p].record;
+    if (const collectives::AutoDecision* d = collectives::auto_decision(exchanges[p]->aggregator())) {
+      record.auto_decision = *d;
+    }
+    if (pipelines[p].options->verify) record.residual_digest = fnv1a(std::as_bytes(exchanges[p]->feedback().residual()));
+  }
 }
 
 struct Verification {
@@ -467,7 +557,10 @@ double median_clock_ms(const Report& r) {
   return median(span);
 }
 
-void print_report(const CommOptions& o, int workers, const transport::NetworkSpec& network, const Report& r) {
+// One run's report: with --json its document (returned, for print_reports to print), otherwise
+// printed as text here.
+std::optional<nlohmann::json> report_run(const CommOptions& o, int workers, const transport::NetworkSpec& network,
+                                         const Report& r) {
   const std::size_t k = k_from_density(o.n, o.density);
   double max_bytes = 0.0, sum_bytes = 0.0, max_messages = 0.0;
   for (const auto& c : r.counters) {
@@ -559,9 +652,12 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                           {"messages_per_worker", {{"max", max_messages}}},
                           {"conservation_rel_error", o.verify ? nlohmann::json(r.conservation_rel_error) : nlohmann::json()},
                           {"matches_reference", o.verify ? nlohmann::json(r.matches) : nlohmann::json()},
-                          {"memory", memory_json(r.memory)}};
-    std::printf("%s\n", doc.dump().c_str());
-  } else {
+                          {"memory", memory_json(r.memory)},
+                          // --interleave: the other aggregator's document, from the same process.
+                          {"interleave", nullptr}};
+    return doc;
+  }
+  {
     fmt::print("comm: transport={} workers={} n={} k={} {} aggregator={} indices={} network={} iters={}\n", o.transport,
                workers, o.n, k, o.drawn() ? "selections=drawn" : "compressor=" + o.compressor, o.aggregator,
                o.index_coding, network.name, o.iters);
@@ -605,10 +701,36 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
                  r.conservation_rel_error);
     }
   }
-  if (!r.matches) throw Error("verification failed: " + r.first_mismatch);
+  return std::nullopt;
+}
+
+void check_verified(const CommOptions& o, const Report& r) {
+  if (!r.matches) throw Error("verification failed (" + o.aggregator + "): " + r.first_mismatch);
   if (o.verify && !(r.conservation_rel_error < 1e-5)) {
-    throw Error(fmt::format("conservation violated: relative error {:.3g}", r.conservation_rel_error));
+    throw Error(fmt::format("conservation violated ({}): relative error {:.3g}", o.aggregator, r.conservation_rel_error));
   }
+}
+
+// Prints the runs' reports, --aggregator's first: with --json one document, the interleaved run's
+// under "interleave"; then fails if any run did not verify.
+void print_reports(const std::vector<std::pair<const CommOptions*, const Report*>>& runs, int workers,
+                   const transport::NetworkSpec& network) {
+  std::optional<nlohmann::json> doc;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& [options, report] = runs[i];
+    if (i > 0 && !options->json) {
+      fmt::print("interleaved with the run above in the same process, exchange by exchange:\n");
+    }
+    std::optional<nlohmann::json> run_doc = report_run(*options, workers, network, *report);
+    if (!run_doc) continue;
+    if (doc) {
+      (*doc)["interleave"] = std::move(*run_doc);
+    } else {
+      doc = std::move(run_doc);
+    }
+  }
+  if (doc) std::printf("%s\n", doc->dump().c_str());
+  for (const auto& [options, report] : runs) check_verified(*options, *report);
 }
 
 // What bench comm allocates, in arrays of n floats (a) and of k (index, value) pairs. The
@@ -618,7 +740,17 @@ void print_report(const CommOptions& o, int workers, const transport::NetworkSpe
 // resident memory of real runs. workers_here: workers in this process (MPI: ranks on this machine,
 // each one process, counted together since they share its memory); verifies_here: whether this
 // process keeps the results and replays all P workers serially to verify them (rank 0).
-MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int workers_here, bool verifies_here) {
+// A run's memory by phase: its workers' buffers; then, verifying here, the serial replay, which runs
+// after the workers have freed theirs, and the results kept for it from the first exchange on.
+struct CommMemory {
+  double threads = 0;   // stacks and allocator arenas
+  double workers = 0;   // every worker here, together
+  double replay = 0;    // 0: no replay here
+  double kept = 0;
+  std::string workers_part;
+};
+
+CommMemory comm_memory(const CommOptions& o, int workers, int workers_here, bool verifies_here) {
   const std::size_t k = k_from_density(o.n, o.density);
   const double array = 4.0 * static_cast<double>(o.n), p = workers;
   const collectives::AggregatorDescriptor& aggregator = collectives::find_aggregator(o.aggregator);
@@ -651,12 +783,11 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
   const double workers_phase = workers_here * worker + footprint.shared_bytes(o.n);
   const std::string workers_part = fmt::format("{} worker{} x ({}buffers)", workers_here, workers_here == 1 ? "" : "s",
                                                o.drawn() ? "drawn selection, " : "gradient, residual, ");
-  MemoryEstimate estimate;
-  estimate.add("threads and allocator", 32.0 * (1 << 20) + workers_here * 8.0 * (1 << 20));
-  if (!(o.verify && verifies_here)) {
-    estimate.add(workers_part, workers_phase);
-    return estimate;
-  }
+  CommMemory memory;
+  memory.threads = 32.0 * (1 << 20) + workers_here * 8.0 * (1 << 20);
+  memory.workers = workers_phase;
+  memory.workers_part = workers_part;
+  if (!(o.verify && verifies_here)) return memory;
   // Every iteration's result and every worker's consumed flags (a byte an entry), kept for the replay.
   const double kept = o.iters * (aggregator.result_memory.bytes(o.n, k, workers) + p * static_cast<double>(k));
   // The replay holds every worker's residual, one accumulator and the double-precision consumed
@@ -664,13 +795,33 @@ MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int worke
   // which is plain (descriptor.hpp's reference_memory).
   const double reference = reference_footprint.bytes(o.n, k, workers);
   // Drawn: the P selections, their consumed entries in double, and the reference.
-  const double replay = o.drawn() ? p * 8.0 * static_cast<double>(k) * 3.0 + reference : (p + 3) * array + reference;
-  if (workers_phase >= replay) {
-    estimate.add(workers_part, workers_phase);
-  } else {
-    estimate.add(fmt::format("serial verification of {} workers (after them; --no-verify skips it)", workers), replay);
+  memory.replay = o.drawn() ? p * 8.0 * static_cast<double>(k) * 3.0 + reference : (p + 3) * array + reference;
+  memory.kept = kept;
+  return memory;
+}
+
+// The estimate of one run, or with --interleave of both in one process: the threads once, both
+// runs' workers at once, the two replays one after the other, and both runs' kept results.
+MemoryEstimate comm_memory_estimate(const CommOptions& o, int workers, int workers_here, bool verifies_here) {
+  CommMemory memory = comm_memory(o, workers, workers_here, verifies_here);
+  if (!o.interleave.empty()) {
+    const CommMemory other = comm_memory(interleaved_options(o), workers, workers_here, verifies_here);
+    memory.workers += other.workers;
+    memory.replay = std::max(memory.replay, other.replay);
+    memory.kept += other.kept;
+    memory.workers_part += fmt::format(", twice: --aggregator {} and --interleave {}", o.aggregator, o.interleave);
   }
-  estimate.add(fmt::format("results kept for verification ({} iterations)", o.iters), kept);
+  MemoryEstimate estimate;
+  estimate.add("threads and allocator", memory.threads);
+  if (memory.workers >= memory.replay) {
+    estimate.add(memory.workers_part, memory.workers);
+  } else {
+    estimate.add(fmt::format("serial verification of {} workers (after them; --no-verify skips it)", workers),
+                 memory.replay);
+  }
+  if (memory.kept > 0) {
+    estimate.add(fmt::format("results kept for verification ({} iterations)", o.iters), memory.kept);
+  }
   return estimate;
 }
 
@@ -694,18 +845,17 @@ void validate_options(const CommOptions& o) {
                   "unknown --selections '" << o.selections << "' (expected gradient or drawn)");
   SPARSGD_ENFORCE(o.transport == "local" || o.transport == "mpi",
                   "unknown transport '" << o.transport << "' (expected local or mpi)");
+  if (!o.interleave.empty()) {
+    SPARSGD_ENFORCE(o.transport == "local", "--interleave runs both aggregators on the workers of one process: it needs "
+                                            "--transport local, not " << o.transport);
+    SPARSGD_ENFORCE(o.interleave != o.aggregator,
+                    "--interleave " << o.interleave << " is --aggregator itself: name another aggregator");
+    collectives::validate(exchange_config(interleaved_options(o)));
+  }
 }
 
-void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
-  SPARSGD_ENFORCE(o.workers >= 1 && o.workers <= 4096, "--workers must be in [1, 4096], got " << o.workers);
-  const double resident_before = resident_bytes();
-  const MemoryEstimate memory = comm_memory_estimate(o, o.workers, o.workers, true);
-  check_memory(memory);
-  std::vector<WorkerRecord> records(static_cast<std::size_t>(o.workers));
-  records[0].keep_results = true;
-  transport::run_local_workers(
-      o.workers, [&](transport::Transport& t) { run_worker(o, network, t, records[static_cast<std::size_t>(t.rank())]); },
-      std::chrono::milliseconds(o.timeout_ms));
+// The report of one run's in-process workers.
+Report local_report(const CommOptions& o, const std::vector<WorkerRecord>& records) {
   Report report;
   for (const WorkerRecord& rec : records) {
     report.wall_ms.push_back(rec.wall_ms);
@@ -723,15 +873,45 @@ void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
   report.global_clock = true;  // steady_clock, one process
   report.auto_decision = records[0].auto_decision;
   if (o.verify) {
-    std::vector<std::pair<int, const WorkerRecord*>> checked;
-    for (int w = 0; w < o.workers; ++w) checked.emplace_back(w, &records[static_cast<std::size_t>(w)]);
-    const Verification v = verify(o, o.workers, checked);
+    CheckedWorkers checked;
+    for (std::size_t w = 0; w < records.size(); ++w) checked.emplace_back(static_cast<int>(w), &records[w]);
+    const Verification v = verify(o, static_cast<int>(records.size()), checked);
     report.matches = v.matches;
     report.first_mismatch = v.first_mismatch;
     report.conservation_rel_error = v.conservation_rel_error;
   }
-  report.memory = {memory.total(), resident_before, peak_resident_bytes()};
-  print_report(o, o.workers, network, report);
+  return report;
+}
+
+void run_local(const CommOptions& o, const transport::NetworkSpec& network) {
+  SPARSGD_ENFORCE(o.workers >= 1 && o.workers <= 4096, "--workers must be in [1, 4096], got " << o.workers);
+  const double resident_before = resident_bytes();
+  const MemoryEstimate memory = comm_memory_estimate(o, o.workers, o.workers, true);
+  check_memory(memory);
+  std::vector<CommOptions> options = {o};
+  if (!o.interleave.empty()) options.push_back(interleaved_options(o));
+  // [run][worker]
+  std::vector<std::vector<WorkerRecord>> records(options.size(), std::vector<WorkerRecord>(static_cast<std::size_t>(o.workers)));
+  for (auto& run : records) run[0].keep_results = true;
+  transport::run_local_workers(
+      o.workers,
+      [&](transport::Transport& t) {
+        std::vector<Pipeline> pipelines;
+        for (std::size_t i = 0; i < options.size(); ++i) {
+          pipelines.push_back({&options[i], &records[i][static_cast<std::size_t>(t.rank())]});
+        }
+        run_worker(pipelines, network, t);
+      },
+      std::chrono::milliseconds(o.timeout_ms));
+  std::vector<Report> reports;
+  for (std::size_t i = 0; i < options.size(); ++i) reports.push_back(local_report(options[i], records[i]));
+  // After the verification, whose replay may need more than the workers did. One process: its
+  // memory is both runs' (the same figures in both reports).
+  const MemoryUse memory_use{memory.total(), resident_before, peak_resident_bytes()};
+  for (Report& report : reports) report.memory = memory_use;
+  std::vector<std::pair<const CommOptions*, const Report*>> runs;
+  for (std::size_t i = 0; i < options.size(); ++i) runs.emplace_back(&options[i], &reports[i]);
+  print_reports(runs, o.workers, network);
 }
 
 // Gathers a vector of doubles (the same length everywhere) at rank 0.
@@ -822,7 +1002,7 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
   check_memory(memory);
   WorkerRecord record;
   record.keep_results = t.rank() == 0;
-  run_worker(o, network, t, record);
+  run_worker({{&o, &record}}, network, t);
   std::vector<double> summary = {static_cast<double>(record.counters.bytes_sent),
                                  static_cast<double>(record.counters.messages_sent)};
   for (auto* series : {&record.wall_ms, &record.sim_ms, &record.sim_ready_ms, &record.sim_summed_ms, &record.agg_ms,
@@ -871,7 +1051,7 @@ void run_mpi_rank(transport::Transport& t, const CommOptions& o, const transport
     report.conservation_rel_error = v.conservation_rel_error;
   }
   report.memory = {memory.total(), resident_before, peak_resident_bytes()};
-  print_report(o, t.size(), network, report);
+  print_reports({{&o, &report}}, t.size(), network);
 }
 
 // Everything that must be the same on every rank (not --workers: one per rank).
@@ -894,7 +1074,8 @@ collectives::ConfigFields comm_config_fields(const CommOptions& o) {
           {"--verify", o.verify ? "on" : "off"},
           {"--json", o.json ? "on" : "off"},
           {"--ring-allreduce", o.ring_allreduce ? "on" : "off"},
-          {"--selections", o.selections}};
+          {"--selections", o.selections},
+          {"--interleave", o.interleave}};
 }
 
 // transport_given / workers_given: whether the user named them.
@@ -966,6 +1147,11 @@ void register_bench_comm(CLI::App& bench) {
                   "gradient: each worker compresses its synthetic gradient with error feedback; drawn: each draws k "
                   "uniformly random entries and only the aggregation runs (memory O(P k), not O(P n))")
       ->capture_default_str();
+  cmd->add_option("--interleave", opt->interleave,
+                  "another aggregator, run on the same workers in the same process with its own compressor and "
+                  "residual, its exchanges alternating with --aggregator's (which goes first alternates too), so "
+                  "that two aggregators are compared under the same conditions; --json gives its report under "
+                  "\"interleave\" (--transport local)");
   cmd->callback([opt, cmd] {
     const bool compressor_given = cmd->count("--compressor") + cmd->count("--r-factor") +
                                       cmd->count("--threshold-period") + cmd->count("--error-feedback") > 0;

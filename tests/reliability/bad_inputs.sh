@@ -40,6 +40,10 @@ reject comm_unknown_index_coding "unknown index coding 'rice' \\(expected raw or
 reject comm_dense_compressed_indices 'the dense aggregator sends no indices, so they cannot be compressed' bench comm --workers 2 --n 1000 --aggregator dense --index-coding compressed
 reject comm_auto_trials_range '--auto-trials: Value 17 not in range 0 to 16' bench comm --workers 2 --n 1000 --aggregator auto --auto-trials 17
 reject comm_auto_trials_word '--auto-trials' bench comm --workers 2 --n 1000 --aggregator auto --auto-trials many
+reject comm_interleave_itself '--interleave gtopk-rd is --aggregator itself: name another aggregator' bench comm --workers 2 --n 1000 --aggregator gtopk-rd --interleave gtopk-rd
+reject comm_interleave_unknown "unknown aggregator 'gtopk-tree'" bench comm --workers 2 --n 1000 --aggregator gtopk-rd --interleave gtopk-tree
+reject comm_interleave_mpi '--interleave runs both aggregators on the workers of one process: it needs --transport local, not mpi' bench comm --transport mpi --n 1000 --aggregator gtopk-rd --interleave oktopk
+reject comm_interleave_incompatible 'the dense aggregator sends no indices' bench comm --workers 2 --n 1000 --aggregator gtopk-rd --interleave dense --index-coding compressed
 reject comm_selections_unknown "unknown --selections 'some'" bench comm --workers 2 --n 1000 --selections some
 reject comm_selections_drawn_compressor '--selections drawn draws every worker' bench comm --workers 2 --n 1000 --selections drawn --compressor randk
 reject comm_selections_drawn_feedback '--selections drawn draws every worker' bench comm --workers 2 --n 1000 --selections drawn --error-feedback off

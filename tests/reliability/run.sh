@@ -433,9 +433,10 @@ estimate_checked() {  # estimate_checked NAME JSON_FILE
   local name=$1 file=$2
   memory_checks=$((memory_checks + 1))
   local estimate before peak
-  estimate=$(grep -o '"estimate_bytes":[0-9.e+]*' "$file" | cut -d: -f2)
-  before=$(grep -o '"resident_before_bytes":[0-9.e+]*' "$file" | cut -d: -f2)
-  peak=$(grep -o '"peak_resident_bytes":[0-9.e+]*' "$file" | cut -d: -f2)
+  # The first of each: bench comm --interleave repeats its process's figures in the second run's report.
+  estimate=$(grep -o '"estimate_bytes":[0-9.e+]*' "$file" | head -n 1 | cut -d: -f2)
+  before=$(grep -o '"resident_before_bytes":[0-9.e+]*' "$file" | head -n 1 | cut -d: -f2)
+  peak=$(grep -o '"peak_resident_bytes":[0-9.e+]*' "$file" | head -n 1 | cut -d: -f2)
   if [ -z "$estimate" ] || [ -z "$before" ] || [ -z "$peak" ]; then
     fail "memory.estimate.$name" "no memory object in $(head -c 300 "$file")"
   elif awk -v e="$estimate" -v b="$before" -v p="$peak" 'BEGIN { u = p - b; exit !(e >= u && e <= 2 * u + 67108864) }'; then
@@ -465,6 +466,9 @@ estimate_run comm_oktopk_drawn bench comm --json --selections drawn --workers 8 
 estimate_run comm_gtopk_rd_drawn bench comm --json --selections drawn --workers 8 --n 16000000 --iters 2 --aggregator gtopk-rd --density 0.01 --no-verify
 # auto holds every candidate it tries (no verification: replaying them all takes minutes).
 estimate_run comm_auto bench comm --json --workers 4 --n 8000000 --iters 10 --aggregator auto --network 10gbe --density 0.1 --no-verify
+# --interleave: both runs' workers at once, then their replays one after the other.
+estimate_run comm_interleave bench comm --json --workers 3 --n 8000000 --iters 2 --density 0.1 --interleave gtopk-rd
+estimate_run comm_interleave_drawn bench comm --json --selections drawn --workers 8 --n 16000000 --iters 2 --aggregator gtopk-rd --interleave oktopk --density 0.01 --no-verify
 estimate_run comm_randk_shared bench comm --json --workers 3 --n 8000000 --iters 2 --aggregator randk-shared --compressor randk --density 0.1
 estimate_run select bench select --json --n 8000000 --density 0.1 --repeat 1
 estimate_run simulate_measured simulate --json --model custom --params 8000000 --compute-ms 1 --compress-ms measured --density 0.1
