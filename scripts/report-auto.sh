@@ -34,9 +34,10 @@
 # sessions 31-34, under today's rule with build 6a8424d, is in docs/results/comm/auto-sessions31-34/: at P = 256
 # its runs had exchanges 20-60 ms above their floors that a freshly started machine did not show, so from
 # session 35 the sweep is made again, with a build that draws selections 2.4x faster; findings.md. That
-# second sweep, sessions 35-38 with build 5b7a204, is in docs/results/comm/auto-sessions35-38/; from session 40
-# a third is made with one build that pools the local transport's buffers and orders Ok-Topk's regions
-# faster.)
+# second sweep, sessions 35-38 with build 5b7a204, is in docs/results/comm/auto-sessions35-38/. A third, with
+# build 6c0c0b7 (the pooled local transport, faster Ok-Topk region ordering, the beaten-twice tie), was stopped
+# after 10 points of round 1 in session 41, when auto was found to read the clock in every settled exchange
+# (e864b92): its runs are in docs/results/comm/auto-sessions40-41/.)
 # Every run waits for the machine to be quiet and is made again when other processes took CPU during it
 # (scripts/quiet.py; OUT.load records it): a test suite beside the sweep made one auto run 14% slower
 # than the same run alone, too little for a floor to catch and too much for the 5% bar.
