@@ -41,13 +41,8 @@ if [ "${SWAP:-0}" = 1 ]; then pair=(--aggregator "$fixed" --interleave auto); el
 mkdir -p "$out"
 for ((i = 1; i <= runs; i++)); do
   [ -s "$out/$i.json" ] && continue  # made by an earlier call
-  for attempt in 1 2 3; do
-    /usr/bin/python3 scripts/quiet.py "$out/$i.load" -- "$sparsgd" bench comm --transport local --workers "$p" \
-      --n "$n" --density "$d" --network "$net" "${inputs[@]}" "${pair[@]}" --json --iters "$iters" "$@" >"$out/$i.tmp"
-    /usr/bin/python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["disturbed"])' "$out/$i.load" && break
-    echo "$(date +%H:%M:%S) other processes were busy during run $i ($(cat "$out/$i.load")): again" >&2
-  done
-  mv "$out/$i.tmp" "$out/$i.json"
+  sweep_quiet_run "$out/$i" "run $i" "$sparsgd" bench comm --transport local --workers "$p" --n "$n" \
+    --density "$d" --network "$net" "${inputs[@]}" "${pair[@]}" --json --iters "$iters" "$@"
 done
 /usr/bin/python3 - "$out" "$runs" "$sweep_first_counted" <<'PY'
 import json, pathlib, statistics, sys

@@ -30,15 +30,8 @@ esac
 sweep_skips_replay "$p" "$n" "$d" && inputs+=(--no-verify)
 mkdir -p "$out"
 run() {  # run AGGREGATOR FILE: bench comm validates P, N, DENSITY and NETWORK and says what is wrong
-  local attempt
-  for attempt in 1 2 3; do
-    /usr/bin/python3 scripts/quiet.py "$2.load" -- "$sparsgd" bench comm --transport local --workers "$p" \
-      --n "$n" --density "$d" --aggregator "$1" --network "$net" "${inputs[@]}" --json \
-      --iters $((first + iters - 1)) >"$2.tmp"
-    /usr/bin/python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["disturbed"])' "$2.load" && break
-    echo "$(date +%H:%M:%S) other processes were busy during $1 ($(cat "$2.load")): again" >&2
-  done
-  mv "$2.tmp" "$2.json"
+  sweep_quiet_run "$2" "$1" "$sparsgd" bench comm --transport local --workers "$p" --n "$n" --density "$d" \
+    --aggregator "$1" --network "$net" "${inputs[@]}" --json --iters $((first + iters - 1))
 }
 for ((i = 1; i <= pairs; i++)); do
   [ -s "$out/$i-auto.json" ] && [ -s "$out/$i-$fixed.json" ] && continue  # made by an earlier call

@@ -13,3 +13,16 @@ sweep_first_counted=17
 # Counted exchanges are ITERS - 1 from sweep_first_counted on, ITERS being report-auto.sh's second
 # argument; the sweeps so far used 11.
 sweep_default_iters=11
+# sweep_quiet_run OUT LABEL COMMAND...: COMMAND's standard output into OUT.json, made once the machine
+# is quiet (scripts/quiet.py, which writes OUT.load) and made again, up to 3 times in all, when other
+# processes took CPU during it (the last try is kept); LABEL names the run in that message.
+sweep_quiet_run() {
+  local out=$1 label=$2 attempt
+  shift 2
+  for attempt in 1 2 3; do
+    /usr/bin/python3 scripts/quiet.py "$out.load" -- "$@" >"$out.tmp"
+    /usr/bin/python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["disturbed"])' "$out.load" && break
+    echo "$(date +%H:%M:%S) other processes were busy during $label ($(cat "$out.load")): again" >&2
+  done
+  mv "$out.tmp" "$out.json"
+}

@@ -657,49 +657,47 @@ std::optional<nlohmann::json> report_run(const CommOptions& o, int workers, cons
                           {"interleave", nullptr}};
     return doc;
   }
-  {
-    fmt::print("comm: transport={} workers={} n={} k={} {} aggregator={} indices={} network={} iters={}\n", o.transport,
-               workers, o.n, k, o.drawn() ? "selections=drawn" : "compressor=" + o.compressor, o.aggregator,
-               o.index_coding, network.name, o.iters);
-    if (r.auto_decision) {
-      const collectives::AutoDecision& d = *r.auto_decision;
-      fmt::print("  auto: network alpha {:.3g} s, {:.3g} s/byte ({}); closed forms propose {}\n", d.network.alpha_seconds,
-                 d.network.seconds_per_byte, d.network.measured ? "measured by ping-pong" : "given by --network",
-                 d.model_choice);
-      for (const collectives::AutoTrial& trial : d.trials) {
-        fmt::print("    {:<10} model {:.3f} ms, fastest trial {}\n", trial.aggregator, 1e3 * trial.model_seconds,
-                   trial.runs > 1   ? fmt::format("{:.3f} ms ({} runs, second {:.3f})", 1e3 * trial.measured_seconds,
-                                                                 trial.runs, 1e3 * trial.second_seconds)
-                   : trial.runs > 0 ? fmt::format("{:.3f} ms ({} run)", 1e3 * trial.measured_seconds, trial.runs)
-                                  : std::string("not run"));
-      }
-      if (d.settled.empty()) {
-        fmt::print("    {} after {} trial exchanges (more --iters to settle)\n",
-                   d.retrials > 0 ? "trying again" : "still trying", d.trial_exchanges);
-      } else {
-        fmt::print("    settled on {} after {} trial exchanges ({} warm-ups, untimed)\n", d.settled, d.trial_exchanges,
-                   d.trial_exchanges - d.timed_exchanges);
-      }
-      if (d.retrials > 0) {
-        fmt::print("    trials run again {} time(s): after {} settled exchanges, then twice as many each time\n",
-                   d.retrials, collectives::kAutoRetrialFirst);
-      }
+  fmt::print("comm: transport={} workers={} n={} k={} {} aggregator={} indices={} network={} iters={}\n", o.transport,
+             workers, o.n, k, o.drawn() ? "selections=drawn" : "compressor=" + o.compressor, o.aggregator,
+             o.index_coding, network.name, o.iters);
+  if (r.auto_decision) {
+    const collectives::AutoDecision& d = *r.auto_decision;
+    fmt::print("  auto: network alpha {:.3g} s, {:.3g} s/byte ({}); closed forms propose {}\n", d.network.alpha_seconds,
+               d.network.seconds_per_byte, d.network.measured ? "measured by ping-pong" : "given by --network",
+               d.model_choice);
+    for (const collectives::AutoTrial& trial : d.trials) {
+      fmt::print("    {:<10} model {:.3f} ms, fastest trial {}\n", trial.aggregator, 1e3 * trial.model_seconds,
+                 trial.runs > 1   ? fmt::format("{:.3f} ms ({} runs, second {:.3f})", 1e3 * trial.measured_seconds,
+                                                               trial.runs, 1e3 * trial.second_seconds)
+                 : trial.runs > 0 ? fmt::format("{:.3f} ms ({} run)", 1e3 * trial.measured_seconds, trial.runs)
+                                : std::string("not run"));
     }
-    fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
-    fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
-               median(agg_ms), median_of_max(r.agg_cpu_ms), median_of_max(r.compress_ms));
-    if (network.enabled()) {
-      fmt::print("  simulated iteration: {:.3f} ms, of which aggregation {:.3f} ms\n", sim_ms.get<double>(),
-                 sim_comm_ms.get<double>());
+    if (d.settled.empty()) {
+      fmt::print("    {} after {} trial exchanges (more --iters to settle)\n",
+                 d.retrials > 0 ? "trying again" : "still trying", d.trial_exchanges);
+    } else {
+      fmt::print("    settled on {} after {} trial exchanges ({} warm-ups, untimed)\n", d.settled, d.trial_exchanges,
+                 d.trial_exchanges - d.timed_exchanges);
     }
-    if (r.global_clock) fmt::print("  aggregation on the transport's clock (median): {:.3f} ms\n", clock_ms.get<double>());
-    if (model.enabled()) fmt::print("  closed-form aggregation on {}: {:.3f} ms\n", model.name, model_ms.get<double>());
-    fmt::print("  bytes sent per worker per iteration: max {:.0f}, mean {:.0f}; messages max {:.1f}\n", max_bytes,
-               mean_bytes, max_messages);
-    if (o.verify) {
-      fmt::print("  matches reference: {}; conservation relative error: {:.3g}\n", r.matches ? "yes" : "NO",
-                 r.conservation_rel_error);
+    if (d.retrials > 0) {
+      fmt::print("    trials run again {} time(s): after {} settled exchanges, then twice as many each time\n",
+                 d.retrials, collectives::kAutoRetrialFirst);
     }
+  }
+  fmt::print("  wall per iteration (median of slowest worker): {:.3f} ms\n", median_ms);
+  fmt::print("  of which aggregation alone (after a barrier): {:.3f} ms wall, {:.3f} ms CPU; compression {:.3f} ms\n",
+             median(agg_ms), median_of_max(r.agg_cpu_ms), median_of_max(r.compress_ms));
+  if (network.enabled()) {
+    fmt::print("  simulated iteration: {:.3f} ms, of which aggregation {:.3f} ms\n", sim_ms.get<double>(),
+               sim_comm_ms.get<double>());
+  }
+  if (r.global_clock) fmt::print("  aggregation on the transport's clock (median): {:.3f} ms\n", clock_ms.get<double>());
+  if (model.enabled()) fmt::print("  closed-form aggregation on {}: {:.3f} ms\n", model.name, model_ms.get<double>());
+  fmt::print("  bytes sent per worker per iteration: max {:.0f}, mean {:.0f}; messages max {:.1f}\n", max_bytes,
+             mean_bytes, max_messages);
+  if (o.verify) {
+    fmt::print("  matches reference: {}; conservation relative error: {:.3g}\n", r.matches ? "yes" : "NO",
+               r.conservation_rel_error);
   }
   return std::nullopt;
 }
