@@ -757,20 +757,27 @@ CommMemory comm_memory(const CommOptions& o, int workers, int workers_here, bool
   // pairs: the selection.
   collectives::Footprint footprint = aggregator.worker_memory;
   collectives::Footprint reference_footprint = aggregator.reference_memory;
+  collectives::Footprint result_footprint = aggregator.result_memory;
   const transport::NetworkSpec network = transport::parse_network(o.network);
   if (aggregator.properties.delegates && network.enabled()) {
     // auto on a known network holds only the candidates it will try, each with its own buffers
-    // (the gradient and residual once); it is checked against the reference of one of them.
-    footprint = {.arrays = 2.0, .pairs = 8.0, .pairs_per_worker = 0.0};
+    // (the gradient and residual once; each candidate's footprint already counts the worker's
+    // selection, so auto adds no pairs of its own). Each exchange's result is one of theirs, and it
+    // is checked against the reference of one of them. (Measured at P = 256, n = 25M, density 0.01,
+    // drawn: auto's peak was the sum of its two candidates' runs alone, docs/results/findings.md.)
+    footprint = {.arrays = 2.0};
     reference_footprint = {};
+    result_footprint = {};
     const collectives::NetworkEstimate estimate{network.alpha_seconds, 1.0 / network.bytes_per_second, true, false};
+    const auto larger = [&](collectives::Footprint& held, const collectives::Footprint& other) {
+      if (other.bytes(o.n, k, workers) > held.bytes(o.n, k, workers)) held = other;
+    };
     for (const collectives::AutoTrial& candidate :
          collectives::plausible_candidates(workers, o.n, k, wire::parse_index_coding(o.index_coding), estimate)) {
       const collectives::AggregatorDescriptor& d = collectives::find_aggregator(candidate.aggregator);
       footprint.hold_beside(d.worker_memory);
-      if (d.reference_memory.bytes(o.n, k, workers) > reference_footprint.bytes(o.n, k, workers)) {
-        reference_footprint = d.reference_memory;
-      }
+      larger(reference_footprint, d.reference_memory);
+      larger(result_footprint, d.result_memory);
     }
   }
   if (o.drawn()) {
@@ -787,7 +794,7 @@ CommMemory comm_memory(const CommOptions& o, int workers, int workers_here, bool
   memory.workers_part = workers_part;
   if (!(o.verify && verifies_here)) return memory;
   // Every iteration's result and every worker's consumed flags (a byte an entry), kept for the replay.
-  const double kept = o.iters * (aggregator.result_memory.bytes(o.n, k, workers) + p * static_cast<double>(k));
+  const double kept = o.iters * (result_footprint.bytes(o.n, k, workers) + p * static_cast<double>(k));
   // The replay holds every worker's residual, one accumulator and the double-precision consumed
   // sum, and runs after the workers have freed their buffers; then the reference aggregation,
   // which is plain (descriptor.hpp's reference_memory).

@@ -466,6 +466,11 @@ estimate_run comm_oktopk_drawn bench comm --json --selections drawn --workers 8 
 estimate_run comm_gtopk_rd_drawn bench comm --json --selections drawn --workers 8 --n 16000000 --iters 2 --aggregator gtopk-rd --density 0.01 --no-verify
 # auto holds every candidate it tries (no verification: replaying them all takes minutes).
 estimate_run comm_auto bench comm --json --workers 4 --n 8000000 --iters 10 --aggregator auto --network 10gbe --density 0.1 --no-verify
+# Verified, on a network where dense is not a candidate: the results kept for the replay are the
+# candidates' (pairs), not dense arrays. Drawn: the candidates' pairs are all of it (P = 256, n = 25M
+# in the auto sweep).
+estimate_run comm_auto_verified bench comm --json --workers 4 --n 4000000 --iters 24 --aggregator auto --network paper-1gbe --density 0.01
+estimate_run comm_auto_drawn bench comm --json --selections drawn --workers 16 --n 16000000 --iters 20 --aggregator auto --network 10gbe --density 0.01 --no-verify
 # --interleave: both runs' workers at once, then their replays one after the other.
 estimate_run comm_interleave bench comm --json --workers 3 --n 8000000 --iters 2 --density 0.1 --interleave gtopk-rd
 estimate_run comm_interleave_drawn bench comm --json --selections drawn --workers 8 --n 16000000 --iters 2 --aggregator gtopk-rd --interleave oktopk --density 0.01 --no-verify
