@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A plain PyTorch DDP training script, and what sparsgd adds to it.
 
 Trains the CNN of `sparsgd train --model cnn` (two 5x5 convolutions, 32 and 64 channels, each with
@@ -6,14 +6,16 @@ ReLU and 2x2 max pooling, then 128 and 10 units) on Fashion-MNIST from Debian
 (dataset-fashion-mnist) with SGD, momentum 0.9, weight decay 1e-4, batch 32 per worker, lr 0.05,
 as `sparsgd train` does. Launch one process per worker:
 
-    OMP_NUM_THREADS=1 PYTHONPATH=build/python \\
-      /usr/bin/python3 -m torch.distributed.run --nproc_per_node 4 examples/ddp_fashion_mnist.py --hook sparsgd
+    OMP_NUM_THREADS=1 PYTHONPATH=build/python .venv/bin/torchrun --nproc_per_node 4 \\
+      examples/ddp_fashion_mnist.py --hook sparsgd
+
+(from the checkout, after scripts/setup.sh; with the package pip-installed into your own environment,
+`torchrun` of that environment and no PYTHONPATH).
 
 --hook none      DDP as it is (allreduce of every bucket)
 --hook fp16      torch's fp16 compression hook
---hook powersgd  torch's PowerSGD hook (--powersgd-rank R). torch 1.13's PowerSGD hook on gloo
-                 crashes or hangs with DDP's default two buckets (ranks issue the P and Q allreduces
-                 in different orders), so this script gives DDP a single bucket for it.
+--hook bf16      torch's bf16 compression hook
+--hook powersgd  torch's PowerSGD hook (--powersgd-rank R), with DDP's buckets as they are
 --hook sparsgd   the two lines sparsgd adds:
                      state = sparsgd.torch.HookState(compressor=..., aggregator=..., density=...)
                      ddp.register_comm_hook(state, sparsgd.torch.hook)
@@ -80,7 +82,7 @@ class Cnn(torch.nn.Module):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--hook", choices=["none", "fp16", "powersgd", "sparsgd"], default="sparsgd")
+    p.add_argument("--hook", choices=["none", "fp16", "bf16", "powersgd", "sparsgd"], default="sparsgd")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default="sgd")
     p.add_argument("--powersgd-rank", type=int, default=4)
     p.add_argument("--compressor", default="topk")
@@ -139,14 +141,11 @@ def main():
         sparsgd.torch.broadcast_parameters(model.state_dict(), root_rank=0)
         net = model
     else:
-        ddp_kwargs = {}
-        if args.hook == "powersgd":
-            ddp_kwargs["bucket_cap_mb"] = 1024  # one bucket: see the module's docstring
-            torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024 * 1024
-        net = torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
-        if args.hook == "fp16":
+        net = torch.nn.parallel.DistributedDataParallel(model)
+        if args.hook in ("fp16", "bf16"):
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-            net.register_comm_hook(None, default_hooks.fp16_compress_hook)
+            compress = default_hooks.fp16_compress_hook if args.hook == "fp16" else default_hooks.bf16_compress_hook
+            net.register_comm_hook(None, compress)
         elif args.hook == "powersgd":
             from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
             power_state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=args.powersgd_rank,
@@ -202,7 +201,7 @@ def main():
         for b in buckets:
             if args.hook == "sparsgd" or args.optimizer != "sgd":
                 seconds += _C.aggregation_cost(args.aggregator, workers, b, args.density, args.model_network)["seconds"]
-            elif args.hook == "fp16":
+            elif args.hook in ("fp16", "bf16"):
                 seconds += _C.aggregation_cost("dense", workers, (b + 1) // 2, 1.0, args.model_network)["seconds"]
             elif args.hook == "powersgd":
                 # One allreduce of the 1-D tensors, one of all P matrices, one of all Q matrices.
@@ -218,7 +217,7 @@ def main():
     if state is None and args.optimizer == "sgd":
         if args.hook == "none":
             sent = steps * sum(dense_ring_bytes(b, world) for b in buckets)
-        elif args.hook == "fp16":
+        elif args.hook in ("fp16", "bf16"):
             sent = steps * sum(dense_ring_bytes(b, world, 2) for b in buckets)
         else:
             r = args.powersgd_rank
@@ -235,6 +234,8 @@ def main():
     walls = [None] * world
     dist.all_gather_object(walls, wall)
     summary = {
+        "torch": torch.__version__,
+        "sparsgd": sparsgd.__version__,
         "hook": args.hook if args.optimizer == "sgd" else f"DistributedOptimizer({args.optimizer})",
         "compressor": args.compressor if args.hook == "sparsgd" or args.optimizer != "sgd" else None,
         "aggregator": args.aggregator if args.hook == "sparsgd" or args.optimizer != "sgd" else None,

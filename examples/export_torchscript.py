@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Export a PyTorch model as TorchScript, for `sparsgd train --model FILE.pt`.
 
 sparsgd trains any scripted module whose forward fits the task, without recompiling:
 
-    /usr/bin/python3 examples/export_torchscript.py --task fashion-mnist --out convnet.pt
+    .venv/bin/python examples/export_torchscript.py --task fashion-mnist --out convnet.pt
     build/sparsgd train --model convnet.pt --workers 4
 
 What forward must do, per --task:

@@ -22,6 +22,9 @@
 #include "sparsgd/sim/cost_model.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/error.hpp"
+#ifdef SPARSGD_HAVE_CUDA
+#include "sparsgd/cuda/magnitude_counts.hpp"
+#endif
 #include "sparsgd/torch/gradient_averager.hpp"
 #include "sparsgd/torch/gradient_synchronizer.hpp"
 #include "sparsgd/torch/process_group_transport.hpp"
@@ -277,6 +280,35 @@ PYBIND11_MODULE(_C, m) {
   m.def("version", [] { return std::string(version()); }, "The library's version, e.g. '0.1.0'");
   m.def("source_revision", [] { return std::string(source_revision()); },
         "The git commit the library was built from ('-dirty': with changes; 'unknown': not from git)");
+  m.def("cuda_kernels_built", [] {
+#ifdef SPARSGD_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+  }, "Whether this build holds sparsgd's own CUDA kernels (configured with SPARSGD_CUDA and nvcc found)");
+#ifdef SPARSGD_HAVE_CUDA
+  m.def("magnitude_counts", [](const torch::Tensor& values, std::uint32_t pivot) {
+    SPARSGD_ENFORCE(values.is_cuda(), "magnitude_counts takes a CUDA tensor, got one on " << values.device().str());
+    SPARSGD_ENFORCE(values.scalar_type() == torch::kFloat32,
+                    "magnitude_counts takes float32, got " << c10::toString(values.scalar_type()));
+    const torch::Tensor flat = values.contiguous().view(-1);
+    cuda::MagnitudeCounts counts;
+    {
+      py::gil_scoped_release released;
+      const c10::DeviceGuard on_its_device(flat.device());
+      // The default stream, which orders after the work torch queued on its own default stream.
+      counts = cuda::magnitude_counts(flat.data_ptr<float>(), static_cast<std::size_t>(flat.numel()), pivot);
+    }
+    py::dict d;
+    d["greater"] = counts.greater;
+    d["equal"] = counts.equal;
+    d["max_key"] = counts.max_key;
+    return d;
+  }, py::arg("values"), py::arg("pivot"),
+        "Counts of magnitude keys (float bits without the sign) above and equal to `pivot`, and the largest key, "
+        "of a float32 CUDA tensor, computed on its device");
+#endif
   m.def("compressor_names", [] { return compress::compressor_names(); });
   m.def("aggregator_names", [] { return collectives::aggregator_names(); });
   m.def("aggregator_properties", [](const std::string& name) {

@@ -25,6 +25,7 @@ def main(path):
                f"`examples/ddp_fashion_mnist.py`: the CNN of `sparsgd train --model cnn` ({first['parameters']:,} "
                f"parameters) on Fashion-MNIST, {first['epochs']} epoch{'s' if first['epochs'] > 1 else ''}, SGD lr 0.05, momentum 0.9, weight decay 1e-4, "
                f"batch 32 per worker, {first['workers']} processes started by torchrun on this 2-core machine "
+               f"(torch {first.get('torch', '1.13.0 from Debian')}) "
                f"(gloo over loopback, OMP_NUM_THREADS=1), seeds {', '.join(map(str, seeds))}; the configurations "
                f"run interleaved within each seed. An Adam row steps through `sparsgd.torch.DistributedOptimizer` "
                f"(lr 0.001) without DDP. Rows ending in -mc register the sparsgd hook with DGC's momentum correction "

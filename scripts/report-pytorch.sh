@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # PyTorch users' comparison: the same DDP training script (examples/ddp_fashion_mnist.py: the CNN of
 # `sparsgd train --model cnn`, Fashion-MNIST, SGD with momentum, batch 32 per worker, 1 epoch) with
-# DDP as it is, torch's fp16 and PowerSGD (rank 1 and 4) hooks, and the sparsgd hook (topk with
+# DDP as it is, torch's own hooks (fp16, bf16, PowerSGD at rank 1 and 4), and the sparsgd hook (topk with
 # gtopk-rd and with allgather, density 0.01 and 0.001), plus sparsgd's DistributedOptimizer around
-# Adam; 4 processes launched by torchrun with OMP_NUM_THREADS=1, seeds 1-3, the configurations
+# Adam; 4 processes launched by the .venv's torchrun (the pinned torch) with OMP_NUM_THREADS=1, seeds 1-3, the configurations
 # interleaved within each seed so that a change in the machine's load touches all of them alike.
 # Writes docs/results/pytorch.md (and the raw JSON lines to docs/results/pytorch/runs.jsonl).
 #
@@ -33,6 +33,7 @@ trap 'rm -rf "$runs"' EXIT
 configs=(
   "ddp|--hook none"
   "fp16|--hook fp16"
+  "bf16|--hook bf16"
   "powersgd-r1|--hook powersgd --powersgd-rank 1"
   "powersgd-r4|--hook powersgd --powersgd-rank 4"
   "sparsgd-gtopk-rd-d0.01|--hook sparsgd --aggregator gtopk-rd --density 0.01"
@@ -52,7 +53,7 @@ for seed in $seeds; do
     if [ -n "$only" ] && [[ " $only " != *" $config_name "* ]]; then continue; fi
     read -r -a flags <<<"${config#*|}"
     echo "report-pytorch: seed $seed $config_name" >&2
-    OMP_NUM_THREADS=1 PYTHONPATH=build/python /usr/bin/python3 examples/torchrun.py --nproc_per_node 4 \
+    OMP_NUM_THREADS=1 PYTHONPATH=build/python .venv/bin/torchrun --nproc_per_node 4 \
       examples/ddp_fashion_mnist.py "${flags[@]}" --seed "$seed" --epochs "$epochs" --max-iters "$max_iters" \
       --out "$runs/$config_name-$seed.json" >"$runs/$config_name-$seed.log" 2>&1 ||
       { echo "report-pytorch: $config_name seed $seed failed:" >&2; tail -20 "$runs/$config_name-$seed.log" >&2; exit 1; }

@@ -64,7 +64,7 @@ build_tsan() {
   mkdir -p "$tsan_dir"
   { cmake -S . -B "$tsan_dir" -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DSPARSGD_SANITIZE=thread \
-      -DSPARSGD_WITH_TORCH=OFF -DSPARSGD_WITH_MPI=OFF -DSPARSGD_BUILD_CLI=OFF &&
+      -DSPARSGD_WITH_TORCH=OFF -DSPARSGD_WITH_MPI=OFF -DSPARSGD_BUILD_CLI=OFF -DSPARSGD_CUDA=OFF &&
     cmake --build "$tsan_dir" -j"$ncpu" --target "${tsan_tests[@]}"; } >"$logs/tsan-build.log" 2>&1 || rc=$?
   echo "$rc $((SECONDS - start))" >"$logs/tsan-build.rc"
 }

@@ -21,7 +21,7 @@ configure_asan() {
   mkdir -p "$asan_dir"
   cmake -S . -B "$asan_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DSPARSGD_SANITIZE="address;undefined" -DSPARSGD_FUZZ=ON \
-    -DSPARSGD_WITH_TORCH=OFF -DSPARSGD_WITH_MPI=OFF -DSPARSGD_BUILD_CLI=OFF >"$asan_dir/configure.log" 2>&1 ||
+    -DSPARSGD_WITH_TORCH=OFF -DSPARSGD_WITH_MPI=OFF -DSPARSGD_BUILD_CLI=OFF -DSPARSGD_CUDA=OFF >"$asan_dir/configure.log" 2>&1 ||
     { cat "$asan_dir/configure.log" >&2; exit 1; }
 }
 

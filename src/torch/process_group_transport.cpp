@@ -220,8 +220,12 @@ std::size_t ProcessGroupTransport::do_sendrecv(int send_peer, int send_tag, std:
 
 void ProcessGroupTransport::barrier() {
   reap_sends();
-  auto op = post("in a barrier of " + std::to_string(size_) + " ranks (some rank did not reach it)", -1, {},
-                 [&](auto&) { return group_->barrier(); });
+  // A one-element allreduce rather than the group's barrier(): torch 2.11's ProcessGroup::barrier
+  // corrupts the heap now and then when several groups in one process run it at once (seen from
+  // plain Python with gloo groups on threads), and every rank leaves an allreduce only once all
+  // have entered it, which is all a barrier promises.
+  auto op = post("in a barrier of " + std::to_string(size_) + " ranks (some rank did not reach it)", -1,
+                 {torch::zeros({1}, torch::kInt32)}, [&](auto& tensors) { return group_->allreduce(tensors); });
   wait_for(op, timeout());
 }
 

@@ -7,7 +7,11 @@ source=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cmake -S "$source/tests/package" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The LibTorch the build used (inside the .venv's torch wheel), as a user's project passes it.
+torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")
+prefixes="$work/prefix"
+[ -z "$torch_dir" ] || [ "$torch_dir" = Torch_DIR-NOTFOUND ] || prefixes="$prefixes;$torch_dir"
+cmake -S "$source/tests/package" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefixes" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/consumer" >/dev/null
 "$work/consumer/consumer" | grep -q "selected 10 of 1000"
 echo "find_package(sparsgd) consumer: ok"

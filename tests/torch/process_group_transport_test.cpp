@@ -1,5 +1,5 @@
 // The c10d transport on real gloo process groups: P threads in this process, each with its own
-// ProcessGroupGloo over loopback (a shared in-memory store), as torch.distributed makes them.
+// gloo backend over loopback (a shared in-memory store), as torch.distributed makes them.
 // Point-to-point semantics, refusals and failures naming the peer, and the aggregator conformance
 // suite that the local transport passes.
 
@@ -9,6 +9,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -25,10 +26,21 @@ using transport::TransportError;
 
 c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                        int size) {
+  // torch's flight recorder (a process-wide log of collectives) inserts a group into its status map
+  // before it takes its lock (FlightRecorder::recordWithResetEnabled, torch 2.11): with several
+  // groups in one process, as here, that races and corrupts the heap. One group a process, as in a
+  // real job, never races; the recorder is off for these groups unless the environment says
+  // otherwise.
+  setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0);
   auto options = c10d::ProcessGroupGloo::Options::create();
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   options->timeout = std::chrono::milliseconds(60'000);
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+  // As torch.distributed builds a group: a ProcessGroup whose CPU backend is gloo.
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, size);
+  group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO,
+                    c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options));
+  return group;
 }
 
 // Runs `worker` on `workers` threads, each with its own gloo group and transport; rethrows the

@@ -4,6 +4,10 @@
 #include <torch/optim/adamw.h>
 
 #include <cstring>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
 
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/torch/gradient_synchronizer.hpp"
@@ -122,7 +126,18 @@ class TorchOptimizer final : public TrainingOptimizer {
     c.skip_nonfinite = sgd.skip_nonfinite;
     return c;
   }
-  static std::string key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+  // The optimizer's state is keyed by the parameter's TensorImpl: its address itself in torch 2.x
+  // releases whose map has void* keys, the address printed as text in older ones.
+  static auto key(const torch::Tensor& p) {
+    using Key = typename std::decay_t<decltype(std::declval<Optimizer&>().state())>::key_type;
+    if constexpr (std::is_same_v<Key, std::string>) {
+      std::ostringstream text;
+      text << p.unsafeGetTensorImpl();
+      return text.str();
+    } else {
+      return static_cast<Key>(p.unsafeGetTensorImpl());
+    }
+  }
   static void copy_out(const torch::Tensor& t, float* out) {
     const auto c = t.detach().to(torch::kFloat32).contiguous();
     std::memcpy(out, c.data_ptr<float>(), static_cast<std::size_t>(c.numel()) * sizeof(float));
