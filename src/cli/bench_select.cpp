@@ -173,12 +173,15 @@ void run_bench_select(const SelectOptions& opt) {
       if (m.indices != nullptr) entry["selected"] = m.indices->size();
       results.push_back(entry);
     }
-    const nlohmann::json doc = {{"sparsgd", build_identity()},
+    nlohmann::json doc = {{"sparsgd", build_identity()},
                                 {"n", opt.n},           {"k", k},
                                 {"density", opt.density}, {"dist", opt.dist},
                                 {"repeat", opt.repeat},   {"topk_path", select::to_string(topk_path)},
                                 {"results", results},     {"verified", verified},
                                 {"memory", memory_json({memory.total(), resident_before, peak_resident_bytes()})}};
+#ifdef SPARSGD_HAVE_TORCH
+    doc["torch"] = torch_layer::torch_version();  // the torch of the torch-topk column
+#endif
     std::printf("%s\n", doc.dump().c_str());
   } else {
     fmt::print("select: n={} k={} density={} dist={} repeat={} (one thread; times in ms)\n", opt.n, k,

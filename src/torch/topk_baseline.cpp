@@ -6,6 +6,8 @@
 
 namespace sparsgd::torch_layer {
 
+const char* torch_version() { return SPARSGD_TORCH_VERSION; }
+
 void set_torch_threads(int threads) { torch::set_num_threads(threads); }
 
 void torch_topk_abs(std::span<const float> x, std::size_t k, std::vector<std::uint32_t>& indices,

@@ -9,6 +9,9 @@
 
 namespace sparsgd::torch_layer {
 
+// The version of the torch the layer was built against ("2.11.0+cu130"), for results that quote it.
+const char* torch_version();
+
 // Sets LibTorch's intra-op thread count (the benchmark uses 1, like the library's kernels).
 void set_torch_threads(int threads);
 

@@ -390,8 +390,8 @@ Prepared prepare(const TrainConfig& given, int workers, int workers_here) {
 
 void use_one_thread_per_worker() {
   torch::set_num_threads(1);
-  // OpenBLAS keeps its own pool: looked up at run time because the BLAS under LibTorch is chosen by
-  // Debian's alternatives (reference BLAS, OpenBLAS, ...), not at build time.
+  // OpenBLAS keeps its own pool: looked up at run time, since whether LibTorch's BLAS is OpenBLAS
+  // depends on the LibTorch (the PyPI wheel's is MKL, inside libtorch_cpu; distributions' may be OpenBLAS).
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
 }
