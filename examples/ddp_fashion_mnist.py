@@ -15,7 +15,10 @@ as `sparsgd train` does. Launch one process per worker:
 --hook none      DDP as it is (allreduce of every bucket)
 --hook fp16      torch's fp16 compression hook
 --hook bf16      torch's bf16 compression hook
---hook powersgd  torch's PowerSGD hook (--powersgd-rank R), with DDP's buckets as they are
+--hook powersgd  torch's PowerSGD hook (--powersgd-rank R). On gloo it fails with DDP's default two
+                 buckets (torch 1.13 and 2.11 alike: "Received data size doesn't match expected size.
+                 Is there a distributed collective mismatch": ranks issue the buckets' P and Q
+                 allreduces in different orders), so this script gives DDP a single bucket for it.
 --hook sparsgd   the two lines sparsgd adds:
                      state = sparsgd.torch.HookState(compressor=..., aggregator=..., density=...)
                      ddp.register_comm_hook(state, sparsgd.torch.hook)
@@ -141,7 +144,11 @@ def main():
         sparsgd.torch.broadcast_parameters(model.state_dict(), root_rank=0)
         net = model
     else:
-        net = torch.nn.parallel.DistributedDataParallel(model)
+        ddp_kwargs = {}
+        if args.hook == "powersgd":
+            ddp_kwargs["bucket_cap_mb"] = 1024  # one bucket: see the module's docstring
+            torch.distributed._DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024 * 1024
+        net = torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
         if args.hook in ("fp16", "bf16"):
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
             compress = default_hooks.fp16_compress_hook if args.hook == "fp16" else default_hooks.bf16_compress_hook
