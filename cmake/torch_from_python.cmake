@@ -14,7 +14,8 @@
 #   - torch.__version__ and torch.version.cuda, recorded in the package so that importing it next to
 #     another torch fails with one clear line.
 # Sets: SPARSGD_TORCH_VERSION, SPARSGD_TORCH_CUDA (empty for a CPU build), SPARSGD_TORCH_PYBIND11_DEFINES,
-# and everything find_package(Torch) sets.
+# everything find_package(Torch) sets (through cmake/sparsgd_find_libtorch.cmake), and the target
+# sparsgd::libtorch that the project links.
 
 set(SPARSGD_TORCH_MIN_VERSION 2.4)
 
@@ -31,7 +32,6 @@ endif()
 
 execute_process(
   COMMAND ${Python3_EXECUTABLE} -c [=[
-import sys
 import torch, torch.utils
 print(torch.__version__)
 print(torch.utils.cmake_prefix_path)
