@@ -56,7 +56,10 @@ for seed in $seeds; do
     OMP_NUM_THREADS=1 PYTHONPATH=build/python .venv/bin/torchrun --nproc_per_node 4 \
       examples/ddp_fashion_mnist.py "${flags[@]}" --seed "$seed" --epochs "$epochs" --max-iters "$max_iters" \
       --out "$runs/$config_name-$seed.json" >"$runs/$config_name-$seed.log" 2>&1 ||
-      { echo "report-pytorch: $config_name seed $seed failed:" >&2; tail -20 "$runs/$config_name-$seed.log" >&2; exit 1; }
+      { echo "report-pytorch: $config_name seed $seed failed:" >&2; tail -20 "$runs/$config_name-$seed.log" >&2
+        # What was run so far and the failure's log outlive the temporary directory.
+        cp "$runs/all.jsonl" "$out/runs.partial.jsonl"; cp "$runs/$config_name-$seed.log" "$out/failed-$config_name-$seed.log"
+        echo "report-pytorch: kept $out/runs.partial.jsonl and $out/failed-$config_name-$seed.log" >&2; exit 1; }
     /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["config"] = sys.argv[2]; print(json.dumps(d))' \
       "$runs/$config_name-$seed.json" "$config_name" >>"$runs/all.jsonl"
   done
