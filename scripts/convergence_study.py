@@ -6,15 +6,16 @@ regenerates docs/results/convergence.md, its plots and the claims in docs/result
 
 Usage: scripts/convergence_study.py [--budget-minutes M] [--report-only] [--list]
 
-Each finished run leaves its summary.json and epochs.csv (a few KB) under
-docs/results/convergence/runs/NAME/, which is committed: a later sitting, on this machine or a
-fresh one, continues where the last one stopped. A run that fails (diverges, say) is recorded as
-FAILED with its error line; that is a result too (a learning rate too large for the method). Any
-other failure stops the study instead (it says nothing about the method).
+Each finished run leaves one line in docs/results/convergence/runs.jsonl (its command, summary.json
+and epochs.csv, a few KB), which is committed: a later sitting, on this machine or a fresh one,
+continues where the last one stopped. A run that fails (diverges, say) is recorded with its error
+line under "failed"; that is a result too (a learning rate too large for the method). Any other
+failure stops the study instead (it says nothing about the method).
 """
 
 import argparse
 import csv
+import io
 import json
 import math
 import pathlib
@@ -28,7 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI = ROOT / "build" / "sparsgd"
 RUNS = ROOT / "runs" / "convergence"            # whole run directories (not committed)
 RESULTS = ROOT / "docs" / "results"
-RECORDS = RESULTS / "convergence" / "runs"      # committed: one folder per finished run
+RECORDS = RESULTS / "convergence" / "runs.jsonl"  # committed: one line per finished run
 PLOTS = RESULTS / "convergence"
 SEEDS = (1, 2, 3)
 VALIDATION = 5000                               # Fashion-MNIST training examples held out for tuning
@@ -212,8 +213,26 @@ def report_cells():
 
 # --- records ---------------------------------------------------------------------------------------
 
-def record_dir(name):
-    return RECORDS / name
+_records = None  # name -> record, read from RECORDS once
+
+
+def records():
+    """The committed run records: {name: {"name", "command", "summary", "epochs_csv"} or, for a run
+    that failed, {"name", "command", "failed"}}."""
+    global _records
+    if _records is None:
+        lines = RECORDS.read_text().splitlines() if RECORDS.exists() else []
+        _records = {r["name"]: r for r in map(json.loads, lines)}
+    return _records
+
+
+def save_records():
+    """Rewrites RECORDS, sorted by name, through a temporary file renamed over it (a study stopped
+    half-way leaves the old table or the new one, never half of one)."""
+    tmp = RECORDS.with_name(RECORDS.name + ".tmp")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text("".join(json.dumps(records()[name], separators=(",", ":")) + "\n" for name in sorted(records())))
+    tmp.replace(RECORDS)
 
 
 IGNORED = set()  # record names taken as not run (stale records, for --list)
@@ -221,17 +240,13 @@ IGNORED = set()  # record names taken as not run (stale records, for --list)
 
 def load_record(name):
     """(status, summary, epochs): status 'ok', 'failed' or None (not run)."""
-    if name in IGNORED:
+    record = None if name in IGNORED else records().get(name)
+    if record is None:
         return None, None, []
-    d = record_dir(name)
-    if (d / "FAILED").exists():
-        return "failed", {"error": (d / "FAILED").read_text().strip()}, []
-    if not (d / "summary.json").exists():
-        return None, None, []
-    summary = json.loads((d / "summary.json").read_text())
-    with open(d / "epochs.csv") as f:
-        epochs = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
-    return "ok", summary, epochs
+    if "failed" in record:
+        return "failed", {"error": record["failed"]}, []
+    epochs = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(record["epochs_csv"]))]
+    return "ok", record["summary"], epochs
 
 
 def command_text(name, flags):
@@ -259,21 +274,23 @@ def expected_flags(name):
 
 def stale_records():
     """Records made with other flags than the study now gives them (a method's definition changed):
-    [(folder, the command it was made with)]. Records the study no longer plans are not stale."""
+    [(name, the command it was made with)]. Records the study no longer plans are not stale."""
     stale = []
-    for d in sorted(RECORDS.iterdir()) if RECORDS.exists() else []:
-        flags = expected_flags(d.name)
-        recorded = (d / "command.txt").read_text().strip() if (d / "command.txt").exists() else None
-        if flags is not None and recorded != command_text(d.name, flags):
-            stale.append((d, recorded))
+    for name, record in sorted(records().items()):
+        flags = expected_flags(name)
+        if flags is not None and record.get("command") != command_text(name, flags):
+            stale.append((name, record.get("command")))
     return stale
 
 
 def drop_stale_records():
     """Stale records are removed, so that they are run again."""
-    for d, recorded in stale_records():
-        print(f"stale (made as: {recorded}): {d.name}; it will run again", file=sys.stderr)
-        shutil.rmtree(d)
+    stale = stale_records()
+    for name, recorded in stale:
+        print(f"stale (made as: {recorded}): {name}; it will run again", file=sys.stderr)
+        del records()[name]
+    if stale:
+        save_records()
 
 
 def run(name, flags, epochs, budget):
@@ -293,23 +310,23 @@ def run(name, flags, epochs, budget):
         status = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=err).returncode
     seconds = time.monotonic() - start
     budget["epoch_seconds"] = max(budget["epoch_seconds"], 1.1 * seconds / epochs)
-    d = record_dir(name)
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True)
-    (d / "command.txt").write_text(command_text(name, flags) + "\n")
+    record = {"name": name, "command": command_text(name, flags)}
     if status != 0:
         log = (out / "stderr.log").read_text()
         if "non-finite gradient" not in log:
             # Only divergence is a result of the method; a command this script got wrong, a crash, a
             # binary being rebuilt or memory running out is not: stop and say why.
-            shutil.rmtree(d)
             raise SystemExit(f"{name}: sparsgd train exited {status} without its own error line:\n{log[-2000:]}")
         lines = [line for line in log.splitlines() if "error" in line]
-        (d / "FAILED").write_text((lines[-1] if lines else f"exit status {status}") + "\n")
-        print(f"   failed: {(d / 'FAILED').read_text().strip()}", file=sys.stderr)
+        record["failed"] = lines[-1] if lines else f"exit status {status}"
+        records()[name] = record
+        save_records()
+        print(f"   failed: {record['failed']}", file=sys.stderr)
         return True
-    for f in ("summary.json", "epochs.csv"):
-        shutil.copyfile(out / f, d / f)
+    record["summary"] = json.loads((out / "summary.json").read_text())
+    record["epochs_csv"] = (out / "epochs.csv").read_text()
+    records()[name] = record
+    save_records()
     status, summary, _ = load_record(name)
     print(f"   test accuracy {summary['final_test_accuracy']:.4f} ({seconds:.0f} s)", file=sys.stderr)
     return True
@@ -640,7 +657,7 @@ def findings(results, gap):
 def report():
     lines = ["# Convergence study", "",
              "Generated by `scripts/convergence-study.sh` (which runs `scripts/convergence_study.py`); every "
-             "number below comes from the run records in `docs/results/convergence/runs/` (summary.json, "
+             "number below comes from the run records in `docs/results/convergence/runs.jsonl` (summary.json, "
              "epochs.csv and the exact command of each run). Rerunning the command continues an unfinished "
              "study and regenerates this page.", "",
              "## Protocol", "",
@@ -734,11 +751,11 @@ def rate_source(cell):
 def list_progress():
     """Where the study stands, in the order it runs: each method of each cell, tuning or seeds. Stale
     records count as not run (the next run of the study removes them), but nothing is removed here."""
-    recorded = sum(1 for _ in RECORDS.iterdir()) if RECORDS.exists() else 0
+    recorded = len(records())
     stale = stale_records()
     print(f"{recorded} runs recorded under {RECORDS.relative_to(ROOT)}, {len(stale)} of them stale (made with "
           f"other flags than the study now gives them: they will run again)")
-    IGNORED.update(d.name for d, _ in stale)
+    IGNORED.update(name for name, _ in stale)
     gap = [load_record(f"{GAP_CELL}-{arm}-s{seed}")[0] for seed in SEEDS for arm in GAP_ARMS]
     print(f"{GAP_CELL + ' (default run vs dense)':<32} {sum(s is not None for s in gap)}/{len(gap)} runs")
     left = 0

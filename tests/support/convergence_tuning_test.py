@@ -6,7 +6,6 @@ only those below the first one missing; in a cell that borrows another's rates, 
 tuned there tune on their own validation runs and the others take the source's rate. Usage: convergence_tuning_test.py SOURCE_DIR"""
 
 import importlib.util
-import json
 import pathlib
 import sys
 import tempfile
@@ -22,26 +21,29 @@ METHOD = "topk-gtopk-rd"
 
 
 class Records(unittest.TestCase):
-    """Fake run records in a temporary folder."""
+    """Fake run records in a temporary table."""
 
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
-        self.saved = study.RECORDS
-        study.RECORDS = pathlib.Path(self.dir.name)
+        self.saved = study.RECORDS, study._records
+        study.RECORDS = pathlib.Path(self.dir.name) / "runs.jsonl"
+        study._records = None
 
     def tearDown(self):
-        study.RECORDS = self.saved
+        study.RECORDS, study._records = self.saved
         self.dir.cleanup()
 
     def record(self, lr, validation_accuracy=None, cell=CELL, method=METHOD):
         """A finished seed-1 run at lr, or a FAILED one when validation_accuracy is None."""
-        d = study.record_dir(study.run_name(cell.name, method, lr, 1))
-        d.mkdir(parents=True)
+        name = study.run_name(cell.name, method, lr, 1)
+        record = {"name": name, "command": ""}
         if validation_accuracy is None:
-            (d / "FAILED").write_text("diverged\n")
-            return
-        (d / "summary.json").write_text(json.dumps({"final_validation_accuracy": validation_accuracy}))
-        (d / "epochs.csv").write_text("epoch,validation_accuracy\n0,%r\n" % validation_accuracy)
+            record["failed"] = "diverged"
+        else:
+            record["summary"] = {"final_validation_accuracy": validation_accuracy}
+            record["epochs_csv"] = "epoch,validation_accuracy\n0,%r\n" % validation_accuracy
+        study.records()[name] = record
+        study.save_records()
 
 
 class Tuning(Records):
