@@ -1,5 +1,5 @@
 // Google Benchmark micro-benchmarks of the sparse aggregation's compute: the gTop-k merge alone,
-// the compressed index codec's encoding and decoding of a set of the same size (issue 17 asks
+// the compressed index codec's encoding and decoding of a set of the same size (the design asks
 // that both together cost at most 10% of the merge: compare BM_TopkMerge/25000/0 with
 // BM_IndexEncode/25000 + BM_IndexDecode/25000 of the same run), Ok-Topk's two ways of putting a
 // reduced region in index order (BM_RegionOrder: where kRegionScanMaxWidthPerEntry should sit),

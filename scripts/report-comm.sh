@@ -23,7 +23,7 @@ for p in $workers; do
     mv "$runs/$p-$agg.tmp" "$runs/$p-$agg.json"
   done
 done
-# scripts/report-auto.sh owns the block between the auto-sweep markers: keep it.
+# scripts/research/report-auto.sh owns the block between the auto-sweep markers: keep it.
 auto_block=$(sed -n '/<!-- auto sweep begin/,/<!-- auto sweep end -->/p' docs/results/comm.md 2>/dev/null || true)
 /usr/bin/python3 - "$runs" "$iters" "$workers" >docs/results/comm.md.tmp <<'PY'
 import json, pathlib, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SimGrid SMPI sweep that can disagree with the closed form (issue 17): `sparsgd bench comm
+# The SimGrid SMPI sweep that can disagree with the closed form: `sparsgd bench comm
 # --transport mpi --selections drawn` (the same MPI code as on a cluster) on simulated clusters of
 # P = 4 ... 1024 hosts on the gTop-k paper's network (alpha 0.436 ms, 9 ns per byte), where
 #   - each rank's computation takes the CPU time it took here (scripts/smpi-run.sh --compute), and
@@ -171,7 +171,7 @@ runs, iters, hosts, limit = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3].
 # few points must not drop the others' rows); the command named is the one that makes the whole table.
 hosts = sorted(set(hosts) | {f.name.split("-", 1)[0] for f in runs.iterdir() if f.suffix in (".json", ".failed")}, key=int)
 here = cpu_model()
-# Points made before the machine was recorded (session 20 and earlier) ran on the machine named then.
+# Points made before the machine was recorded (commit c8041e4 and earlier) ran on the machine named then.
 machines = sorted({f.read_text().strip() for f in runs.glob("*.machine")}) or [here]
 cpu = " and ".join(machines)
 

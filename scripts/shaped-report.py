@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 SIMULATE_METHOD = {"dense": "dense", "allgather": "topk", "gtopk": "gtopk", "gtopk-rd": "gtopk-rd"}
-CRITERION = 0.30  # issue 5: within 30% of the model at P = 4 for dense and gtopk-rd
+CRITERION = 0.30  # within 30% of the model at P = 4 for dense and gtopk-rd
 
 
 def load_env(path):
@@ -120,7 +120,7 @@ def main():
                  f"time by {d['agg_median_ms'] / base[2]['agg_median_ms']:.2f} (the model: "
                  f"{d['model_comm_ms'] / base[2]['model_comm_ms']:.2f})." if base else "."))
     if verdicts:
-        print("\n**Criterion** (issue 5: at P = 4, dense and gtopk-rd within 30% of the model): " + "; ".join(
+        print("\n**Criterion** (at P = 4, dense and gtopk-rd within 30% of the model): " + "; ".join(
             f"{agg} {r:.2f}x: {'holds' if abs(r - 1) <= CRITERION else 'does not hold'}"
             for agg, r in sorted(verdicts.items())) + ".")
     loads = "; ".join(env.get("load_before", [])[-1:] + env.get("load_after", [])[-1:])

@@ -9,7 +9,7 @@
 namespace sparsgd::sim {
 
 const std::vector<ModelPreset>& model_presets() {
-  // Parameter counts, times and efficiencies as listed in DESIGN.md ("Reference figures"), from the
+  // Parameter counts, times and efficiencies as listed in docs/DESIGN.md ("Reference figures"), from the
   // gTop-k authors' public code and scripts. Their PTB LSTM's compute time is not published there.
   static const std::vector<ModelPreset> presets = {
       {"vgg16", 15e6, 139.5, 91.4, 0.010, 0.048, 0.094},

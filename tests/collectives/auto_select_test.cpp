@@ -380,7 +380,7 @@ TEST(AutoSelect, ATrialKeepsItsTwoFastestRuns) {
 
 // The trials go on where they have not told the candidates apart: a candidate whose fastest run is
 // under the fastest candidate's second-fastest. The first case is what the 5th round of the
-// session-27 sweep recorded at P = 256, n = 1M, density 0.01, 10gbe (gtopk-rd's fastest 7.6 ms, about
+// sweep of commit a883eca recorded at P = 256, n = 1M, density 0.01, 10gbe (gtopk-rd's fastest 7.6 ms, about
 // 7x its steady time; Ok-Topk's 3.9, its two timed exchanges 4.4 and 22.6 ms by the simulated
 // network's count), where auto settled on Ok-Topk.
 TEST(AutoSelect, CandidatesWhoseTimesOverlapTheFastestsAreContested) {
@@ -496,7 +496,7 @@ TEST(AutoSelect, FewerCandidatesTimeMoreRoundsWithinTheBudget) {
   }
 }
 
-// What the 4th round of the session-30 sweep met at P = 256 threads, n = 25M, density 0.001, 10gbe:
+// What the 4th round of the sweep of commit 13f7771 met at P = 256 threads, n = 25M, density 0.001, 10gbe:
 // both of the model's choice's first two timed exchanges far off (gtopk-rd's 20.2 and 20.8 ms against
 // its steady 2.4), none of them under the other candidate's, so with two timed rounds the trials
 // settled on Ok-Topk, 2.4x slower. Here auto is told the network it runs on, where gtopk-rd beats

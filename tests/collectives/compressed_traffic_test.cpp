@@ -88,7 +88,7 @@ TEST(CompressedTraffic, TwoRanksOfGtopkSendTheirSelectionsCoded) {
 }
 
 // At the density of the gTop-k paper the packed gaps take about 13 bits an index, not 32: at most
-// the 5.75 bytes a pair issue 17 asks for, above the entropy bound.
+// the 5.75 bytes a pair the design asks for, above the entropy bound.
 TEST(CompressedTraffic, AboutThirteenBitsAnIndexAtDensityOneInAThousand) {
   const std::vector<Sent> sent = exchange_once("gtopk-rd", 2, 2000003, 0.001);
   const double pairs = static_cast<double>(sent[0].selection.size());

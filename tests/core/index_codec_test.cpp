@@ -192,7 +192,7 @@ TEST(IndexCodec, AwkwardGapsRoundTrip) {
   }
 }
 
-// What issue 17 asks of the codec: at density 0.001 (n = 25M, k = 25,000) at most 5.75 bytes a
+// What the design asks of the codec: at density 0.001 (n = 25M, k = 25,000) at most 5.75 bytes a
 // pair with float32 values, i.e. 14 bits an index, against the entropy of a k-subset of n,
 // log2(e n / k) bits an index (about 11.4), which the Rice code (not chosen: slow) comes within
 // half a bit of.

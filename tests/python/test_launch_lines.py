@@ -1,4 +1,4 @@
-"""Every launch line that README.md and the examples give for the Python side runs as written: the
+"""Every launch line that README.md, docs/ and the examples give for the Python side runs as written: the
 torchrun commands (torch's own launcher from the .venv), the examples, short. Each line is taken
 from the document itself, so a line that goes stale fails here. Only three things are changed: the
 PYTHONPATH a line sets points at the package this test suite runs against, an --out goes to a
@@ -17,9 +17,10 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def _shell_blocks_of_readme():
-    text = open(os.path.join(ROOT, "README.md")).read()
-    return re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+def _shell_blocks_of_documents():
+    documents = [os.path.join(ROOT, "README.md")] + sorted(
+        os.path.join(ROOT, "docs", name) for name in os.listdir(os.path.join(ROOT, "docs")) if name.endswith(".md"))
+    return [block for path in documents for block in re.findall(r"```sh\n(.*?)```", open(path).read(), flags=re.S)]
 
 
 def _docstring_blocks_of_examples():
@@ -46,7 +47,7 @@ def _commands(block):
             yield shlex.join(words)
 
 
-LINES = sorted({c for b in _shell_blocks_of_readme() + _docstring_blocks_of_examples() for c in _commands(b)})
+LINES = sorted({c for b in _shell_blocks_of_documents() + _docstring_blocks_of_examples() for c in _commands(b)})
 
 
 def test_the_documents_have_launch_lines():
@@ -68,7 +69,7 @@ def test_launch_line_runs(line, tmp_path):
     if training:
         words += ["--max-iters", "4", "--out", str(tmp_path / "summary.json")]
     program = words[0] if os.path.isabs(words[0]) else os.path.join(ROOT, words[0])
-    assert os.path.exists(program), f"{words[0]} (from README.md or examples/) does not exist: run scripts/setup.sh"
+    assert os.path.exists(program), f"{words[0]} (from README.md, docs/ or examples/) does not exist: run scripts/setup.sh"
     done = subprocess.run(words, cwd=ROOT, env=env, capture_output=True, text=True, timeout=420)
     assert done.returncode == 0, f"{line}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     if training:

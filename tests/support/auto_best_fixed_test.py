@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks scripts/auto_best_fixed.py, which picks the fixed run that auto runs beside in the auto sweep:
+"""Checks scripts/research/auto_best_fixed.py, which picks the fixed run that auto runs beside in the auto sweep:
 the smallest median over the counted exchanges (not the smallest floor, nor exchanges outside the
 window), among the runs that exist with the point's suffix, and nothing where none does.
 Usage: auto_best_fixed_test.py SOURCE_DIR"""
@@ -13,7 +13,7 @@ import tempfile
 import unittest
 
 SOURCE = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
-SCRIPT = SOURCE / "scripts" / "auto_best_fixed.py"
+SCRIPT = SOURCE / "scripts" / "research" / "auto_best_fixed.py"
 spec = importlib.util.spec_from_file_location("auto_best_fixed", SCRIPT)
 auto_best_fixed = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(auto_best_fixed)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks scripts/quiet.py, which runs a report's measurement once the machine is quiet and records how
+"""Checks scripts/research/quiet.py, which runs a report's measurement once the machine is quiet and records how
 much CPU other processes took meanwhile: the /proc/stat parsing (steal counts as busy, idle and iowait
 do not), the threshold, that a busy process beside a run is seen and a quiet run is not, that the
 command's exit status comes back, and that bad usage is refused. Usage: quiet_test.py SOURCE_DIR"""
@@ -14,7 +14,7 @@ import tempfile
 import unittest
 
 SOURCE = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
-SCRIPT = SOURCE / "scripts" / "quiet.py"
+SCRIPT = SOURCE / "scripts" / "research" / "quiet.py"
 spec = importlib.util.spec_from_file_location("quiet", SCRIPT)
 quiet = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(quiet)

@@ -48,7 +48,7 @@ TEST_P(ModelTest, LogitsHaveShapeBatchByTen) {
   }
 }
 
-// Exact counts pin the architectures that DESIGN.md and the experiments describe:
+// Exact counts pin the architectures that docs/DESIGN.md and the experiments describe:
 //   mlp:  784*256+256 + 256*128+128 + 128*10+10 = 235,146
 //   cnn:  (25*32+32) + (32*25*64+64) + (3136*128+128) + (128*10+10) = 454,922
 //   resnet20: CIFAR ResNet-20 (269,722, "0.27M") less the 2*16*9 weights of the two input

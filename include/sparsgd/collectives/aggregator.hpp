@@ -2,7 +2,7 @@
 // Aggregators (layer 5): collectives that sum the workers' sparse selections, written only against
 // the Transport interface. The result is the SUM over workers (the optimizer divides by P), and
 // every aggregator reports exactly which local entries are inside it, so that error feedback keeps
-// the rest (DESIGN.md, "exact residual accounting").
+// the rest (docs/DESIGN.md, "exact residual accounting").
 
 #include <cstddef>
 #include <cstdint>

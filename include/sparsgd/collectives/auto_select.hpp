@@ -25,7 +25,7 @@
 // would have used).
 //
 // Two timed exchanges a candidate are also too few where most candidates are implausible: at P =
-// 256 threads, n = 25M, density 0.001, 10gbe (round 4 of the session-30 sweep) gtopk-rd's two timed
+// 256 threads, n = 25M, density 0.001, 10gbe (round 4 of the sweep of commit 13f7771) gtopk-rd's two timed
 // exchanges both took about 20 ms where its steady time is 2.4 ms (its own run had 4 of exchanges
 // 2-10 at 9.6-10.3 ms), Ok-Topk's took 5.5 and 5.8, neither second-fastest was under the other's
 // fastest, and auto settled on Ok-Topk, 2.4x slower from then on. So the budget of every candidate's
@@ -73,15 +73,15 @@ inline constexpr double kTrialFactor = 3.0;
 // clock told them apart: the fastest candidate beat it in two timed exchanges (its second-fastest is
 // at or under the other's fastest), which is also when the contested rounds stop running them. A
 // candidate's trial time against its own run's same exchanges varied 0.66-2.13x, median 1.02, over
-// the first round of the 3d41750 sweep (docs/results/findings.md). At 3% (up to session 26) auto at
+// the first round of the 3d41750 sweep (docs/results/findings.md). At 3% (up to commit b8db23a) auto at
 // P = 256 threads, n = 25M, density 0.01, 10gbe settled on gtopk-rd, timed 5.8% faster than Ok-Topk,
 // which ran 2.0x faster from then on. In the 42 auto runs of that sweep so far, the trials overturned
 // the model by 1.39x or more, except once by 3.5% where the two fixed runs were within 10% of each
 // other both rounds (P = 32, n = 25M, density 0.01, 10gbe): 10% keeps every clear overturn. Why two
-// wins overrule the tie (session 40): at P = 4, n = 25M, density 0.01, paper-1gbe, once Ok-Topk got
+// wins overrule the tie (commit 2185729): at P = 4, n = 25M, density 0.01, paper-1gbe, once Ok-Topk got
 // faster, its trials took 45.4 and 47.9 ms against gtopk-rd's 42.0 and 43.3, apart but within 10%;
 // the tie kept Ok-Topk, which then ran 1.22x slower than gtopk-rd. Replayed over the recorded trials
-// of 181 auto runs since session 31, the two wins change only that choice (findings.md). A cheaper
+// of 181 auto runs since commit 6a8424d, the two wins change only that choice (findings.md). A cheaper
 // closed form truly slower by less than the tolerance, while the trials overlap, is kept; that is
 // the price, and the re-trials (kAutoRetrialFirst) time it again.
 inline constexpr double kTrialTieTolerance = 0.10;
@@ -98,7 +98,7 @@ int timed_trial_rounds(std::size_t candidates, int trial_rounds);
 
 // Untimed rounds before the timed ones. A first exchange allocates and first touches its buffers
 // (2-4x its steady time at n = 25M), and one is not enough: at P = 256 threads, n = 25M, density
-// 0.01, Ok-Topk's exchanges took 111.5, 34.4, 29.8, then 21-24 ms (session 20), its process taking
+// 0.01, Ok-Topk's exchanges took 111.5, 34.4, 29.8, then 21-24 ms (commit c8041e4), its process taking
 // 160,000, 74,000 and 71,000 new pages in exchanges 2-4 and none from the 5th on (the allocator's
 // arenas growing to the working set of buffers that circulate between ranks). Timed on exchanges 2
 // and 3 it lost to a slower candidate; on 3 and 4 the faster of the two (the trials keep the

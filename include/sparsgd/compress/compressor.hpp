@@ -1,5 +1,5 @@
 #pragma once
-// Compressors: the local selection one worker makes from its accumulated gradient (DESIGN.md).
+// Compressors: the local selection one worker makes from its accumulated gradient (docs/DESIGN.md).
 // topk, topk-reuse, randk, randk-unbiased, rtopk, gaussiank, dgc, and none (the dense S-SGD
 // baseline).
 

@@ -1,5 +1,5 @@
 #pragma once
-// The narrow interface every collective is written against (layer 4 of DESIGN.md): rank, size,
+// The narrow interface every collective is written against (layer 4 of docs/DESIGN.md): rank, size,
 // point-to-point messages of bytes with a tag, barrier, and traffic counters.
 //
 // Matching: recv(peer, tag) takes the oldest unreceived message that `peer` sent to this rank with
