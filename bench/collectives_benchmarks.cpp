@@ -14,8 +14,8 @@
 #include <numeric>
 #include <vector>
 
-#include "collectives/region_order.hpp"
-#include "collectives/sparse_merge.hpp"
+#include "collectives/blocks/region_order.hpp"
+#include "collectives/blocks/sparse_merge.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/core/index_codec.hpp"
 #include "sparsgd/core/random.hpp"

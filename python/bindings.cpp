@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "sparsgd/collectives/descriptor.hpp"
-#include "sparsgd/collectives/agreement.hpp"
+#include "sparsgd/collectives/exchange_options.hpp"
+#include "sparsgd/compress/descriptor.hpp"
+#include "sparsgd/collectives/rank_agreement.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/collectives/reference.hpp"
 #include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/density.hpp"
@@ -44,20 +46,24 @@ struct Handle {
   transport::SimulatedNetwork* network = nullptr;  // set when `transport` is one
 };
 
+// The exchange the keywords ask for, through the library's one spec (collectives/exchange_options.hpp).
+// The network is not passed: the package wraps the transport in the network model itself, and auto
+// measures that one.
 collectives::ExchangeConfig exchange_config(const std::string& compressor, const std::string& aggregator, double density,
                                             double r_factor, std::uint64_t seed, bool shared_seed, bool error_feedback,
-                                            const std::string& index_coding, int auto_trials) {
-  collectives::ExchangeConfig c;
-  c.auto_trial_rounds = auto_trials;
-  c.error_feedback = error_feedback;
-  c.index_coding = wire::parse_index_coding(index_coding);
-  c.compressor.name = compressor;
-  c.compressor.r_factor = r_factor;
-  c.compressor.seed = seed;
-  c.compressor.shared_seed = shared_seed;
-  c.aggregator = aggregator;
-  c.density = density;
-  return c;
+                                            const std::string& index_coding, int auto_trials,
+                                            std::uint64_t threshold_period = 32) {
+  collectives::ExchangeOptions options;
+  options.compressor = compressor;
+  options.aggregator = aggregator;
+  options.density = density;
+  options.r_factor = r_factor;
+  options.threshold_period = threshold_period;
+  options.error_feedback = error_feedback;
+  options.index_coding = index_coding;
+  options.auto_trials = auto_trials;
+  options.shared_seed = shared_seed;
+  return collectives::make_exchange_config(options, seed);
 }
 
 py::dict stats_dict(const torch_layer::StepStats& s, double network_seconds) {
@@ -258,11 +264,12 @@ PYBIND11_MODULE(_C, m) {
         "each worker sent that the sum consumed]) from each worker's accumulated gradient (gradient + residual)");
   m.def("validate_exchange", [](const std::string& compressor, const std::string& aggregator, double density,
                                 double r_factor, std::uint64_t seed, bool shared_seed, bool error_feedback,
-                                const std::string& index_coding, int auto_trials) {
-    collectives::validate(exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback,
-                                          index_coding, auto_trials));
+                                const std::string& index_coding, int auto_trials, std::uint64_t threshold_period) {
+    exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback, index_coding,
+                    auto_trials, threshold_period);
   }, py::arg("compressor"), py::arg("aggregator"), py::arg("density"), py::arg("r_factor"), py::arg("seed"),
         py::arg("shared_seed"), py::arg("error_feedback"), py::arg("index_coding") = "raw", py::arg("auto_trials") = 2,
+        py::arg("threshold_period") = 32,
         "Raises InvalidArgument (a ValueError) for options that cannot make an exchange, as the C++ layer would");
   m.def("aggregation_cost", [](const std::string& aggregator, int workers, std::size_t n, double density,
                                const std::string& network) {
@@ -310,6 +317,8 @@ PYBIND11_MODULE(_C, m) {
         "of a float32 CUDA tensor, computed on its device");
 #endif
   m.def("compressor_names", [] { return compress::compressor_names(); });
+  m.def("index_coding_names", [] { return collectives::index_coding_names(); });
+  m.def("max_auto_trials", [] { return collectives::kMaxAutoTrialRounds; });
   m.def("aggregator_names", [] { return collectives::aggregator_names(); });
   m.def("aggregator_properties", [](const std::string& name) {
     const collectives::AggregatorDescriptor& d = collectives::find_aggregator(name);
@@ -322,8 +331,20 @@ PYBIND11_MODULE(_C, m) {
     out["needs_shared_indices"] = d.properties.needs_shared_indices;
     out["dense_result"] = d.properties.dense_result;
     out["delegates"] = d.properties.delegates;
+    out["auto_rank"] = d.properties.auto_rank;
     return out;
   }, py::arg("name"), "What an aggregator's descriptor says of it; raises InvalidArgument for an unknown name");
+  m.def("compressor_properties", [](const std::string& name) {
+    const compress::CompressorDescriptor& d = compress::find_compressor(name);
+    py::dict out;
+    out["name"] = std::string(d.name);
+    out["summary"] = std::string(d.summary);
+    out["exact_count"] = d.properties.exact_count;
+    out["draws_indices"] = d.properties.draws_indices;
+    out["scales_values"] = d.properties.scales_values;
+    out["dense"] = d.properties.dense;
+    return out;
+  }, py::arg("name"), "What a compressor's descriptor says of it; raises InvalidArgument for an unknown name");
 
   py::class_<Handle, std::shared_ptr<Handle>>(m, "Transport", "A transport: rank, size, point-to-point messages")
       .def_property_readonly("rank", [](const Handle& h) { return h.transport->rank(); })
@@ -385,16 +406,18 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init([](std::shared_ptr<Handle> h, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
                        const std::string& compressor, const std::string& aggregator, double density, double r_factor,
                        std::uint64_t seed, bool shared_seed, bool skip_nonfinite, double momentum_correction,
-                       bool error_feedback, const std::string& index_coding, int auto_trials) {
+                       bool error_feedback, const std::string& index_coding, int auto_trials,
+                       std::uint64_t threshold_period) {
              return std::make_unique<FlatAverager>(std::move(h), sizes, std::move(names),
                                                    exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed,
-                                                                   error_feedback, index_coding, auto_trials),
+                                                                   error_feedback, index_coding, auto_trials,
+                                                                   threshold_period),
                                                    skip_nonfinite, momentum_correction);
            }),
            py::arg("transport"), py::arg("sizes"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("skip_nonfinite") = false, py::arg("momentum_correction") = 0.0, py::arg("error_feedback") = true,
-           py::arg("index_coding") = "raw", py::arg("auto_trials") = 2,
+           py::arg("index_coding") = "raw", py::arg("auto_trials") = 2, py::arg("threshold_period") = 32,
            "momentum_correction > 0: DGC's momentum correction with that momentum (each worker's velocity is "
            "exchanged; apply the average without further momentum)")
       .def("average", &FlatAverager::average, py::arg("input"), py::arg("output"), py::arg("iteration"),
@@ -420,10 +443,10 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init([](std::shared_ptr<Handle> h, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
                        const std::string& compressor, const std::string& aggregator, double density, double r_factor,
                        std::uint64_t seed, bool shared_seed, bool per_layer, bool skip_nonfinite, bool error_feedback,
-                       const std::string& index_coding, int auto_trials) {
+                       const std::string& index_coding, int auto_trials, std::uint64_t threshold_period) {
              torch_layer::SynchronizerConfig config;
              config.exchange = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback,
-                                               index_coding, auto_trials);
+                                               index_coding, auto_trials, threshold_period);
              config.per_layer = per_layer;
              config.skip_nonfinite = skip_nonfinite;
              return std::make_unique<Synchronizer>(std::move(h), std::move(parameters), std::move(names), config);
@@ -431,7 +454,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("transport"), py::arg("parameters"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("per_layer") = false, py::arg("skip_nonfinite") = false, py::arg("error_feedback") = true,
-           py::arg("index_coding") = "raw", py::arg("auto_trials") = 2)
+           py::arg("index_coding") = "raw", py::arg("auto_trials") = 2, py::arg("threshold_period") = 32)
       .def("synchronize", &Synchronizer::synchronize, py::arg("iteration"))
       .def("broadcast_parameters", [](Synchronizer& s) { s.broadcast_parameters(); },
            py::call_guard<py::gil_scoped_release>())

@@ -44,7 +44,7 @@ print("| network | params | method | paper | model, paper compression | model, o
 print("|---|---|---|---|---|---|---|---|")
 for model, ours in zip(models, measured):
     paper = json.load(open(out / f"{model}-paper.json"))
-    for method in ["dense", "topk", "gtopk", "gtopk-rd"]:
+    for method in ["dense", "allgather", "gtopk", "gtopk-rd"]:  # the paper's three, and recursive doubling
         a = next(r for r in paper["rows"] if r["method"] == method and r["workers"] == 32)
         b = next(r for r in ours["rows"] if r["method"] == method and r["workers"] == 32)
         pe = f"{100 * a['paper_efficiency']:.1f}%" if a["paper_efficiency"] is not None else "-"

@@ -11,7 +11,6 @@ import statistics
 import subprocess
 import sys
 
-SIMULATE_METHOD = {"dense": "dense", "allgather": "topk", "gtopk": "gtopk", "gtopk-rd": "gtopk-rd"}
 CRITERION = 0.30  # within 30% of the model at P = 4 for dense and gtopk-rd
 
 
@@ -102,8 +101,7 @@ def main():
           "| matches reference |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p, agg, d, ratio in rows:
-        method = SIMULATE_METHOD.get(agg)
-        pm, gm = paper.get((method, p)), gbe.get((method, p))
+        pm, gm = paper.get((agg, p)), gbe.get((agg, p))  # simulate's methods are the aggregators
         wire = max(d.get("tbf_sent_bytes", [0])) / d["iters"]
         print(f"| {p} | {agg} | {d['agg_median_ms']:.1f} | {min(d['agg_ms']):.1f}-{max(d['agg_ms']):.1f} | "
               f"{d['model_comm_ms']:.1f} | **{ratio:.2f}** | {d['agg_cpu_median_ms']:.1f} | "

@@ -31,7 +31,8 @@ def _check_torch(built_with, found):
 _check_torch(_build.TORCH_VERSION, _torch.__version__)
 
 from . import _C  # noqa: E402  (only once torch is known to be the one it was built against)
-from ._C import Error, InvalidArgument, InvalidData, PeerFailed, TransportError, aggregator_properties  # noqa: E402
+from ._C import (Error, InvalidArgument, InvalidData, PeerFailed, TransportError, aggregator_properties,  # noqa: E402
+                 compressor_properties)
 
 __version__ = _C.version()
 __revision__ = _C.source_revision()  # the git commit the C++ library was built from
@@ -40,5 +41,15 @@ AGGREGATORS = tuple(_C.aggregator_names())
 TORCH_VERSION = _build.TORCH_VERSION  # the torch the package was built against (and runs with)
 CUDA_KERNELS = _build.CUDA_KERNELS  # whether the extension holds sparsgd's own CUDA kernels
 
+
+
+def describe():
+    """Every compressor and aggregator with its one-line summary, from the C++ registries:
+    {"compressors": {name: summary}, "aggregators": {name: summary}}."""
+    return {"compressors": {name: compressor_properties(name)["summary"] for name in COMPRESSORS},
+            "aggregators": {name: aggregator_properties(name)["summary"] for name in AGGREGATORS}}
+
+
 __all__ = ["Error", "InvalidArgument", "InvalidData", "PeerFailed", "TransportError", "COMPRESSORS",
-           "AGGREGATORS", "TORCH_VERSION", "CUDA_KERNELS", "aggregator_properties"]
+           "AGGREGATORS", "TORCH_VERSION", "CUDA_KERNELS", "aggregator_properties", "compressor_properties",
+           "describe"]

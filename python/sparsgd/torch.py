@@ -16,9 +16,9 @@ Two ways in, both over the process group that ``torch.distributed.init_process_g
       sparsgd.torch.broadcast_parameters(model.state_dict(), root_rank=0)
 
 Each worker adds its residual to its gradient (error feedback; ``error_feedback=False`` drops it
-instead), selects entries (topk, topk-reuse, randk, randk-unbiased, rtopk, gaussiank, dgc, or none), the
-workers aggregate the sparse gradients (allgather, gtopk, gtopk-rd, oktopk, randk-shared, or dense), and
-what did not get into the sum stays in the residual. The
+instead), selects entries (a compressor: ``sparsgd.COMPRESSORS``, each described by
+``sparsgd.describe()``), the workers aggregate the sparse gradients (an aggregator:
+``sparsgd.AGGREGATORS``), and what did not get into the sum stays in the residual. The
 result is the AVERAGE over the workers (the sum divided by the world size once). The work runs
 in C++ (sparsgd._C) with the GIL released.
 """
@@ -37,8 +37,9 @@ _STAT_KEYS = ("bytes_sent", "messages_sent", "selected", "compress_s", "aggregat
 
 
 def _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms, on_nonfinite,
-             error_feedback=True, index_coding="raw", auto_trials=2):
-    """The exchange options, checked, with the CLI's names and defaults."""
+             error_feedback=True, index_coding="raw", auto_trials=2, threshold_period=32):
+    """The exchange options, checked, with the CLI's names and defaults: their Python types here, their
+    values and combinations by the C++ layer's one spec (collectives/exchange_options.hpp)."""
     if compressor not in _C.compressor_names():
         raise ValueError(f"sparsgd: unknown compressor {compressor!r}; one of {', '.join(_C.compressor_names())}")
     if aggregator not in _C.aggregator_names():
@@ -61,20 +62,25 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
         raise ValueError(f"sparsgd: network must be a string such as 'paper-1gbe', got {network!r}")
     if not isinstance(error_feedback, bool):
         raise ValueError(f"sparsgd: error_feedback must be True or False, got {error_feedback!r}")
-    if index_coding not in ("raw", "compressed"):
-        raise ValueError(f"sparsgd: index_coding must be 'raw' or 'compressed', got {index_coding!r}")
-    if isinstance(auto_trials, bool) or not isinstance(auto_trials, int) or not 0 <= auto_trials <= 16:
-        raise ValueError(f"sparsgd: auto_trials must be an integer in [0, 16], got {auto_trials!r}")
+    codings = _C.index_coding_names()
+    if index_coding not in codings:
+        raise ValueError(f"sparsgd: index_coding must be {' or '.join(repr(c) for c in codings)}, got {index_coding!r}")
+    most = _C.max_auto_trials()
+    if isinstance(auto_trials, bool) or not isinstance(auto_trials, int) or not 0 <= auto_trials <= most:
+        raise ValueError(f"sparsgd: auto_trials must be an integer in [0, {most}], got {auto_trials!r}")
+    if isinstance(threshold_period, bool) or not isinstance(threshold_period, int) or threshold_period < 1:
+        raise ValueError(f"sparsgd: threshold_period must be an integer >= 1, got {threshold_period!r}")
     if shared_seed is None:
         shared_seed = _C.aggregator_properties(aggregator)["needs_shared_indices"]
     # The combinations (randk-shared with a compressor of shared indices, an unbiased compressor
     # without error feedback) are the C++ layer's rules: asked here, before any exchange.
     _C.validate_exchange(compressor, aggregator, float(density), float(r_factor), seed, bool(shared_seed),
-                         error_feedback, index_coding, auto_trials)
+                         error_feedback, index_coding, auto_trials, threshold_period)
     return {"compressor": compressor, "aggregator": aggregator, "density": float(density),
             "r_factor": float(r_factor), "seed": seed, "shared_seed": bool(shared_seed),
             "error_feedback": error_feedback, "index_coding": index_coding,
-            "auto_trials": auto_trials, "network": network, "timeout_ms": timeout_ms,
+            "auto_trials": auto_trials, "threshold_period": threshold_period, "network": network,
+            "timeout_ms": timeout_ms,
             "on_nonfinite": on_nonfinite}
 
 
@@ -115,7 +121,7 @@ def _transport(process_group, options):
 
 def _exchange_kwargs(options):
     return {k: options[k] for k in ("compressor", "aggregator", "density", "r_factor", "seed", "shared_seed",
-                                    "error_feedback", "index_coding", "auto_trials")}
+                                    "error_feedback", "index_coding", "auto_trials", "threshold_period")}
 
 
 def _agree(transport, options, what, extra=()):
@@ -151,17 +157,19 @@ class HookState:
     """The state of the sparsgd DDP communication hook: options, the transport over the process
     group, one error-feedback residual per bucket, and per-step statistics.
 
-    Keyword names are the CLI's: compressor (topk, topk-reuse, randk, rtopk, gaussiank, dgc, none),
-    aggregator (allgather, gtopk, gtopk-rd, oktopk, randk-shared, dense, auto), density, r_factor (rtopk),
-    seed, shared_seed (randk, randk-unbiased; default: on for randk-shared), error_feedback (True:
-    what did not get into the sum stays in the residual; False: it is dropped, as randk-unbiased,
-    whose values are scaled by n/k, requires), index_coding ('raw', or 'compressed': indices as
-    packed gaps or a bitmap, about 13 bits an index instead of 32 at density 0.001, for
-    allgather, gtopk, gtopk-rd and oktopk; same results, fewer bytes, some CPU time), auto_trials (aggregator
+    Keyword names are the CLI's: compressor (one of ``sparsgd.COMPRESSORS``), aggregator (one of
+    ``sparsgd.AGGREGATORS``; ``sparsgd.describe()`` says what each does), density, r_factor (rtopk),
+    seed, shared_seed (the compressors that draw their indices; default: on for an aggregator that
+    needs shared indices), error_feedback (True: what did not get into the sum stays in the
+    residual; False: it is dropped, as a compressor that scales its values requires), index_coding
+    ('raw', or 'compressed': indices as packed gaps or a bitmap, about 13 bits an index instead of
+    32 at density 0.001, for the aggregators that send indices; same results, fewer bytes, some CPU
+    time), auto_trials (aggregator
     'auto': how often at least each plausible candidate is timed per bucket before it settles on the
     fastest, more where fewer candidates are plausible (two are timed 5 times each), the candidates
     it cannot tell apart then timed again within the same budget; 0:
-    the closed forms' choice alone, untimed and reproducible), network (none, 1gbe, 10gbe,
+    the closed forms' choice alone, untimed and reproducible), threshold_period (topk-reuse: the
+    exact top-k every this many steps, one filter pass against its threshold between), network (none, 1gbe, 10gbe,
     paper-1gbe, alpha=S,bw=BITS: a network model whose clock gives ``network_s``, what the step's
     exchange would take on that network), timeout_ms (every wait; a silent or dead peer is an
     error naming it), on_nonfinite ('stop': a NaN or Inf gradient raises, naming the parameter;
@@ -183,9 +191,9 @@ class HookState:
 
     def __init__(self, process_group=None, compressor="topk", aggregator="gtopk-rd", density=0.01, r_factor=4.0,
                  seed=0, shared_seed=None, network="none", timeout_ms=60000, on_nonfinite="stop", module=None,
-                 momentum_correction=0.0, error_feedback=True, index_coding="raw", auto_trials=2):
+                 momentum_correction=0.0, error_feedback=True, index_coding="raw", auto_trials=2, threshold_period=32):
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
-                                on_nonfinite, error_feedback, index_coding, auto_trials)
+                                on_nonfinite, error_feedback, index_coding, auto_trials, threshold_period)
         if isinstance(momentum_correction, bool) or not isinstance(momentum_correction, (int, float)) \
                 or not math.isfinite(momentum_correction) or not 0.0 <= momentum_correction < 1.0:
             raise ValueError(f"sparsgd: momentum_correction must be a number in [0, 1) (0: off), "
@@ -303,12 +311,12 @@ class DistributedOptimizer:
     def __init__(self, optimizer, named_parameters=None, process_group=None, compressor="topk",
                  aggregator="gtopk-rd", density=0.01, r_factor=4.0, seed=0, shared_seed=None, per_layer=False,
                  network="none", timeout_ms=60000, on_nonfinite="stop", error_feedback=True, index_coding="raw",
-                 auto_trials=2):
+                 auto_trials=2, threshold_period=32):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ValueError(f"sparsgd: DistributedOptimizer wraps a torch.optim.Optimizer, got {type(optimizer)}")
         self.optimizer = optimizer
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
-                                on_nonfinite, error_feedback, index_coding, auto_trials)
+                                on_nonfinite, error_feedback, index_coding, auto_trials, threshold_period)
         self.options["per_layer"] = bool(per_layer)
         names = {}
         if named_parameters is not None:

@@ -269,8 +269,7 @@ def model_ms(p, n, d, net, agg):
     out = subprocess.run([sparsgd, "simulate", "--model", "custom", "--params", str(n), "--workers", str(p),
                           "--density", d, "--network", net, "--compute-ms", "1", "--compress-ms", "0", "--json"],
                          capture_output=True, text=True, check=True)
-    method = "topk" if agg == "allgather" else agg
-    return next(r["comm_ms"] for r in json.loads(out.stdout)["rows"] if r["method"] == method)
+    return next(r["comm_ms"] for r in json.loads(out.stdout)["rows"] if r["method"] == agg)
 
 def counted_ms(run):
     # The ITERS - 1 counted exchanges, from exchange `first` on, the same for every run; auto must have

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,13 +15,14 @@
 
 #include "cli/commands.hpp"
 #include "cli/memory_report.hpp"
-#include "cli/statistics.hpp"
+#include "sparsgd/benchmark/comm_benchmark.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/compress/compressor.hpp"
+#include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/core/memory.hpp"
+#include "sparsgd/training/memory.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/select/magnitude.hpp"
 #include "sparsgd/select/topk.hpp"
@@ -93,7 +95,7 @@ void run_bench_select(const SelectOptions& opt) {
   // each method's output (k pairs; candidates and sorted copies for the checks), measured against
   // peak resident memory in tests/reliability.
   MemoryEstimate memory;
-  memory.add("data, baselines' copies and scratch (7.5 arrays of n floats)", 7.5 * 4.0 * static_cast<double>(opt.n));
+  memory.add("data, baselines' copies and scratch (8.5 arrays of n floats)", 8.5 * 4.0 * static_cast<double>(opt.n));
   memory.add("selections (10 x k pairs)", 10 * 8.0 * static_cast<double>(k));
   memory.add("threads and allocator", 32.0 * (1 << 20));
   const double resident_before = resident_bytes();
@@ -126,18 +128,26 @@ void run_bench_select(const SelectOptions& opt) {
                      &torch_indices, &torch_values});
 #endif
 
-  // The other compressors, through the same interface the trainer uses.
+  // The other compressors (every registered one but the top-k above, the dense copy and those whose
+  // selection repeats another's with scaled values), through the same interface the trainer uses.
+  // Each call is the next iteration, so that a compressor that reuses its state across iterations
+  // (topk-reuse) is timed as it runs in training.
   std::vector<std::unique_ptr<compress::Compressor>> compressors;
-  std::vector<SparseVector> outputs(4);
-  const char* names[] = {"randk", "rtopk", "gaussiank", "dgc"};
-  for (int c = 0; c < 4; ++c) {
+  std::vector<const compress::CompressorDescriptor*> timed;
+  for (const compress::CompressorDescriptor* d : compress::compressor_descriptors()) {
+    if (d->name != "topk" && !d->properties.dense && !d->properties.scales_values) timed.push_back(d);
+  }
+  std::vector<SparseVector> outputs(timed.size());
+  auto calls = std::make_shared<std::vector<std::uint64_t>>(timed.size(), 0);
+  for (std::size_t c = 0; c < timed.size(); ++c) {
     compress::CompressorConfig config;
-    config.name = names[c];
+    config.name = std::string(timed[c]->name);
     config.seed = opt.seed;
     compressors.push_back(compress::make_compressor(config));
     compress::Compressor* compressor = compressors.back().get();
-    SparseVector* out = &outputs[static_cast<std::size_t>(c)];
-    methods.push_back({names[c], false, [compressor, out, xs, k] { compressor->compress(xs, k, {}, *out); },
+    SparseVector* out = &outputs[c];
+    methods.push_back({config.name, false,
+                       [compressor, out, xs, k, calls, c] { compressor->compress(xs, k, {(*calls)[c]++, 0}, *out); },
                        &out->indices, &out->values});
   }
 
@@ -162,12 +172,12 @@ void run_bench_select(const SelectOptions& opt) {
     verified = verified && same;
   }
 
-  const double floor_ms = median(methods[0].times_ms);
+  const double floor_ms = benchmark::median(methods[0].times_ms);
   if (opt.json) {
     nlohmann::json results = nlohmann::json::array();
     for (const Method& m : methods) {
       nlohmann::json entry = {{"name", m.name},
-                              {"median_ms", median(m.times_ms)},
+                              {"median_ms", benchmark::median(m.times_ms)},
                               {"min_ms", *std::min_element(m.times_ms.begin(), m.times_ms.end())},
                               {"max_ms", *std::max_element(m.times_ms.begin(), m.times_ms.end())}};
       if (m.indices != nullptr) entry["selected"] = m.indices->size();
@@ -189,7 +199,7 @@ void run_bench_select(const SelectOptions& opt) {
     fmt::print("{:<12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "method", "median", "min", "max", "x read-pass",
                "selected");
     for (const Method& m : methods) {
-      const double med = median(m.times_ms);
+      const double med = benchmark::median(m.times_ms);
       fmt::print("{:<12} {:>10.3f} {:>10.3f} {:>10.3f} {:>12.2f} {:>10}\n", m.name, med,
                  *std::min_element(m.times_ms.begin(), m.times_ms.end()),
                  *std::max_element(m.times_ms.begin(), m.times_ms.end()), med / floor_ms,

@@ -13,5 +13,6 @@ inline constexpr const char* kTrainDescription =
     "data-parallel, with sparse gradient exchange (in-process workers, or one per rank under mpirun)";
 void register_simulate(CLI::App& app);
 void register_plot(CLI::App& app);
+void register_list(CLI::App& app);
 
 }  // namespace sparsgd::cli

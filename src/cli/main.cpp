@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("train", sparsgd::cli::kTrainDescription);  // for --help: `train` runs sparsgd-torch
 #endif
   sparsgd::cli::register_plot(app);
+  sparsgd::cli::register_list(app);
   sparsgd::cli::require_decimal_integers(app);
   // CLI11 would only say that a subcommand is required.
   if (argc > 1 && argv[1][0] != '-') {

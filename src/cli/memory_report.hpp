@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sparsgd/core/memory.hpp"
+#include "sparsgd/training/memory.hpp"
 
 namespace sparsgd::cli {
 

@@ -16,14 +16,14 @@
 #include "cli/memory_report.hpp"
 #include "cli/validators.hpp"
 #include "cli/gnuplot.hpp"
-#include "cli/statistics.hpp"
+#include "sparsgd/benchmark/comm_benchmark.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/compress/error_feedback.hpp"
 #include "sparsgd/core/build_info.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/file_io.hpp"
-#include "sparsgd/core/memory.hpp"
+#include "sparsgd/training/memory.hpp"
 #include "sparsgd/core/synthetic.hpp"
 #include "sparsgd/sim/scaling.hpp"
 
@@ -71,7 +71,7 @@ double measured_compress_ms(std::size_t n, double density, MemoryUse& use) {
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   use.peak_resident_bytes = peak_resident_bytes();
-  return median(times);
+  return benchmark::median(times);
 }
 
 double parse_ms(const std::string& text, const char* option) {
@@ -141,7 +141,7 @@ void run_simulate(const SimulateOptions& o) {
   auto paper = [&](const sim::ScalingRow& r) -> std::optional<double> {
     if (!preset || r.workers != 32 || !overrides.empty()) return std::nullopt;
     if (r.method == "dense") return preset->paper_dense;
-    if (r.method == "topk") return preset->paper_topk;
+    if (r.method == "allgather") return preset->paper_topk;  // the paper's Top-k S-SGD
     if (r.method == "gtopk") return preset->paper_gtopk;
     return std::nullopt;
   };
@@ -190,7 +190,10 @@ void run_simulate(const SimulateOptions& o) {
     }
     write_file_atomically(dir / "scaling.csv", csv);
     // One data block per method, so the methods' names come from the program, not from the CSV.
-    const std::vector<std::string> methods = {"dense", "topk", "gtopk", "gtopk-rd", "oktopk"};
+    std::vector<std::string> methods;
+    for (const auto& r : rows) {
+      if (methods.empty() || methods.back() != r.method) methods.push_back(r.method);
+    }
     std::string script = "set terminal pngcairo size 900,600 noenhanced\nset output 'efficiency.png'\n";
     script += fmt::format("set title {}\n", gnuplot_text_literal("Scaling efficiency: " + o.model + " on " + network.name));
     script += "set xlabel 'workers'\nset ylabel 'efficiency'\nset logscale x 2\nset yrange [0:1.05]\nset grid\n"
@@ -219,7 +222,7 @@ void run_simulate(const SimulateOptions& o) {
 void register_simulate(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "simulate", "Scaling efficiency of dense, Top-k, gTop-k and Ok-Topk S-SGD from the closed-form alpha-beta model");
+      "simulate", "Scaling efficiency of S-SGD with each aggregator, from the closed-form alpha-beta model");
   cmd->add_option("--model", o->model, "vgg16, resnet20, alexnet, resnet50, lstm-ptb or custom")->capture_default_str();
   cmd->add_option("--workers", o->workers, "worker counts, comma separated")->delimiter(',')->capture_default_str();
   cmd->add_option("--network", o->network, "none is not allowed: 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS")->capture_default_str();

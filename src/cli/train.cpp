@@ -13,13 +13,13 @@
 
 #include <fmt/core.h>
 
-#include "cli/auto_help.hpp"
+#include "cli/exchange_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/gnuplot.hpp"
 #include "cli/mpi_job.hpp"
 #include "cli/plots.hpp"
 #include "cli/validators.hpp"
-#include "sparsgd/collectives/agreement.hpp"
+#include "sparsgd/collectives/rank_agreement.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/stop_request.hpp"
@@ -160,27 +160,8 @@ void register_train(CLI::App& app) {
                   "image tasks: hold out the last N training examples as a validation set, evaluated every epoch "
                   "(lm: valid.txt is)")
       ->capture_default_str();
-  cmd->add_option("--compressor", c->compressor,
-                  "topk, topk-reuse, randk, randk-unbiased (values times n/k; needs --error-feedback off), rtopk, gaussiank, dgc "
-                  "or none")
-      ->capture_default_str();
-  add_on_off_option(cmd, "--error-feedback", c->error_feedback,
-                    "on: what a worker did not get into the sum stays in its residual; off: it is dropped");
-  cmd->add_option("--aggregator", c->aggregator, aggregator_help())->capture_default_str();
-  cmd->add_option("--auto-trials", c->auto_trials, auto_trials_help())
-      ->check(CLI::Range(0, collectives::kMaxAutoTrialRounds))
-      ->capture_default_str();
-  cmd->add_option("--index-coding", c->index_coding,
-                  "raw (32 bits an index) or compressed (gaps packed in blocks, or a bitmap, whichever is smaller: "
-                  "about 13 bits an index at density 0.001); allgather, gtopk, gtopk-rd and oktopk")
-      ->capture_default_str();
-  cmd->add_option("--density", c->density, "fraction of gradient entries each worker sends, in (0, 1]")->capture_default_str();
+  add_exchange_options(cmd, c->exchange);
   cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();
-  cmd->add_option("--r-factor", c->r_factor, "rtopk: r = ceil(r_factor * k)")->capture_default_str();
-  cmd->add_option("--threshold-period", c->threshold_period,
-                  "topk-reuse: exact top-k every this many iterations, one filter pass against its threshold between")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
   cmd->add_option("--epochs", c->epochs, "epochs")->capture_default_str();
   cmd->add_option("--batch-size", c->batch_size, "batch size per worker (lm: parallel token streams per worker)")
       ->capture_default_str();
@@ -199,7 +180,6 @@ void register_train(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_flag("--per-layer", c->per_layer, "compress each layer on its own");
-  cmd->add_option("--network", c->network, "simulated network: none, 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS")->capture_default_str();
   cmd->add_option("--seed", c->seed, "seed")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--out", c->out_dir, "run directory (default: runs/train-TIMESTAMP)")->check(non_empty_path());
   cmd->add_option("--checkpoint-every", c->checkpoint_every, "checkpoint every N iterations (0: never)")->capture_default_str();

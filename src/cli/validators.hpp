@@ -70,13 +70,5 @@ inline void require_decimal_integers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_decimal_integers(*sub);
 }
 
-// --aggregator's help, from the descriptors: each name with its one-line summary.
-inline std::string aggregator_help() {
-  std::string help = "one of:";
-  for (const collectives::AggregatorDescriptor* d : collectives::aggregator_descriptors()) {
-    help += "\n  " + std::string(d->name) + ": " + std::string(d->summary);
-  }
-  return help;
-}
 
 }  // namespace sparsgd::cli

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "collectives/algorithms.hpp"
+#include "collectives/blocks/aggregator_support.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "core/wire_kernels.hpp"
 

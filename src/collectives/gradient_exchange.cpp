@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "sparsgd/collectives/descriptor.hpp"
+#include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/transport/network_model.hpp"
@@ -15,10 +16,11 @@ void validate(const ExchangeConfig& config) {
   validate_density(config.density);
   SPARSGD_ENFORCE(config.auto_trial_rounds >= 0 && config.auto_trial_rounds <= kMaxAutoTrialRounds,
                   "auto's trial rounds must be 0 to " << kMaxAutoTrialRounds << ", not " << config.auto_trial_rounds);
-  const bool randk_family = config.compressor.name == "randk" || config.compressor.name == "randk-unbiased";
-  SPARSGD_ENFORCE(!find_aggregator(config.aggregator).properties.needs_shared_indices || randk_family,
-                  "the " << config.aggregator << " aggregator needs the randk or randk-unbiased compressor (its workers "
-                  "must select the same indices), not " << config.compressor.name);
+  const auto draws = [](const compress::CompressorDescriptor& d) { return d.properties.draws_indices; };
+  SPARSGD_ENFORCE(!find_aggregator(config.aggregator).properties.needs_shared_indices ||
+                      draws(compress::find_compressor(config.compressor.name)),
+                  "the " << config.aggregator << " aggregator needs the " << compress::compressor_choices(draws)
+                         << " compressor (its workers must select the same indices), not " << config.compressor.name);
   SPARSGD_ENFORCE(!config.error_feedback || !compressor->scales_values(),
                   "the " << config.compressor.name
                          << " compressor scales the values it sends, which error feedback cannot account for: "

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/sim/cost_model.hpp"
@@ -39,16 +40,16 @@ std::vector<ScalingRow> scaling_table(double parameters, double compute_ms, doub
   const auto n = static_cast<std::size_t>(parameters);
   const std::size_t k = k_from_density(n, density);
   std::vector<ScalingRow> rows;
-  for (const char* method : {"dense", "topk", "gtopk", "gtopk-rd", "oktopk"}) {
-    const std::string aggregator = std::string(method) == "topk" ? "allgather" : method;
+  for (const collectives::AggregatorDescriptor* d : collectives::modelled_aggregators()) {
+    const std::string aggregator(d->name);
     for (const int p : workers) {
       SPARSGD_ENFORCE(p >= 1 && p <= 1 << 20, "worker counts must be in [1, 2^20], got " << p);
       ScalingRow row;
-      row.method = method;
+      row.method = aggregator;
       row.workers = p;
       row.compute_ms = compute_ms;
-      row.compress_ms = row.method == "dense" || p == 1 ? 0.0 : compress_ms;
-      const auto indices = aggregator == "dense" ? wire::IndexCoding::raw : coding;
+      row.compress_ms = d->properties.dense_result || p == 1 ? 0.0 : compress_ms;
+      const auto indices = d->properties.sends_indices ? coding : wire::IndexCoding::raw;
       row.comm_ms = 1e3 * aggregation_cost(aggregator, p, n, k, network, indices).seconds;
       row.iteration_ms = row.compute_ms + row.compress_ms + row.comm_ms;
       row.efficiency = compute_ms / row.iteration_ms;

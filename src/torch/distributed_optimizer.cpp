@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::torch_layer {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "sparsgd/collectives/auto_select.hpp"
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/error.hpp"
 

@@ -1,6 +1,6 @@
 #include "sparsgd/torch/gradient_synchronizer.hpp"
 
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 
 namespace sparsgd::torch_layer {
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/blocks/tags.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/core/error.hpp"
@@ -103,7 +104,8 @@ TEST(AggregatorErrors, RandkSharedRejectsDifferentIndices) {
 }
 
 TEST(AggregatorErrors, MalformedMessageFromAPeerIsNamed) {
-  // Rank 1 impersonates a gtopk child but sends an index beyond n (tag 400 is gtopk's reduce tag).
+  // Rank 1 impersonates a gtopk child but sends an index beyond n (the first tag of gtopk's block is
+  // its reduce tag).
   try {
     transport::run_local_workers(
         2,
@@ -113,7 +115,7 @@ TEST(AggregatorErrors, MalformedMessageFromAPeerIsNamed) {
             const std::vector<std::uint32_t> idx = {3, 5000};
             const std::vector<float> val = {1.0f, 2.0f};
             wire::encode_sparse(3, 1000, 10, idx, val, {}, bad);
-            t.send(0, 400, bad);
+            t.send(0, tag_block(find_aggregator("gtopk"))[0], bad);
             return;
           }
           Aggregation out;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/reference.hpp"

@@ -16,6 +16,7 @@
 #include "collectives/closed_form_bytes.hpp"
 #include "sparsgd/collectives/auto_select.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
+#include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/collectives/reference.hpp"
@@ -64,7 +65,7 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
   collectives::ExchangeConfig config;
   config.compressor.name = c.compressor;
   config.compressor.seed = 7;
-  config.compressor.shared_seed = c.aggregator == "randk-shared";
+  config.compressor.shared_seed = collectives::find_aggregator(c.aggregator).properties.needs_shared_indices;
   config.aggregator = c.aggregator;
   config.density = c.density;
   config.error_feedback = c.error_feedback;
@@ -127,7 +128,8 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
   }
 
   // Bytes and messages per rank against the closed form (exact-count compressors only).
-  if (c.compressor == "topk" || c.compressor == "randk" || c.compressor == "randk-unbiased") {
+  const compress::CompressorProperties& compressor = compress::find_compressor(c.compressor).properties;
+  if (compressor.exact_count && !compressor.dense) {
     std::vector<SparseVector> first_selections;
     for (const Seen& s : seen) first_selections.push_back(s.selection.front());
     // What formed the sum: the aggregator, or the one auto chose.
@@ -185,9 +187,12 @@ inline std::vector<Case> all_cases() {
   // Every compressor at awkward worker counts, including the threshold compressors whose counts
   // vary by worker, and tiny sizes.
   for (const int p : {3, 6, 8}) {
-    for (const char* comp : {"randk", "rtopk", "gaussiank", "dgc", "topk-reuse", "none"}) {
+    for (const compress::CompressorDescriptor* d : compress::compressor_descriptors()) {
+      const std::string comp(d->name);
+      // topk is everywhere above; a compressor that scales its values needs error feedback off (below).
+      if (comp == "topk" || d->properties.scales_values) continue;
       for (const std::string& agg : ordinary) {
-        if (std::string(comp) == "none" && !dense_result(agg)) continue;
+        if (d->properties.dense && !dense_result(agg)) continue;
         cases.push_back({p, 3001, 0.02, comp, agg});
       }
     }
@@ -222,11 +227,13 @@ inline std::vector<Case> all_cases() {
   }
   // Ok-Topk at every worker count to 33, each with another compressor it accepts (all but none
   // and the shared random-k), so that every compressor meets many worker counts.
-  const char* oktopk_compressors[] = {"topk", "topk-reuse", "randk", "rtopk", "gaussiank", "dgc", "randk-unbiased"};
+  std::vector<const compress::CompressorDescriptor*> sparse_compressors;
+  for (const compress::CompressorDescriptor* d : compress::compressor_descriptors()) {
+    if (!d->properties.dense) sparse_compressors.push_back(d);
+  }
   for (int p = 1; p <= 33; ++p) {
-    const char* comp = oktopk_compressors[static_cast<std::size_t>(p) % std::size(oktopk_compressors)];
-    const bool unbiased = std::string(comp) == "randk-unbiased";
-    cases.push_back({p, 4099, 0.02, comp, "oktopk", !unbiased});
+    const compress::CompressorDescriptor* comp = sparse_compressors[static_cast<std::size_t>(p) % sparse_compressors.size()];
+    cases.push_back({p, 4099, 0.02, std::string(comp->name), "oktopk", !comp->properties.scales_values});
   }
   return cases;
 }

@@ -10,10 +10,14 @@
 #include <algorithm>
 #include <bit>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "collectives/closed_form.hpp"
+#include "collectives/blocks/closed_form.hpp"
+#include "collectives/blocks/tags.hpp"
+#include "sparsgd/collectives/auto_select.hpp"
+#include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/random.hpp"
 
@@ -29,6 +33,75 @@ CostQuery test_query(int workers, std::size_t n, std::size_t k) {
   q.alpha_seconds = 1e-4;
   q.seconds_per_byte = 1e-9;
   return q;
+}
+
+// Every tag block, the aggregators' and the other users', lies apart from every other one: a
+// message of one collective can never match a receive of another.
+TEST(TagAllocator, BlocksAreDisjointAndCoverWhatEachAsks) {
+  std::vector<TagBlock> blocks = {tag_block(TagUser::small_collectives), tag_block(TagUser::rank_agreement),
+                                  tag_block(TagUser::benchmark_harness)};
+  for (const AggregatorDescriptor* d : aggregator_descriptors()) {
+    const TagBlock b = tag_block(*d);
+    EXPECT_EQ(b.size, d->tag_count) << d->name;
+    blocks.push_back(b);
+  }
+  std::sort(blocks.begin(), blocks.end(), [](const TagBlock& a, const TagBlock& b) { return a.base < b.base; });
+  for (std::size_t i = 1; i < blocks.size(); ++i) {
+    EXPECT_LE(blocks[i - 1].base + blocks[i - 1].size, blocks[i].base) << "blocks " << i - 1 << " and " << i << " overlap";
+  }
+  EXPECT_GE(blocks.front().base, 1);
+  EXPECT_LE(blocks.back().base + blocks.back().size, 32767) << "past the tags MPI guarantees";
+  const TagBlock gtopk = tag_block(find_aggregator("gtopk"));
+  EXPECT_THROW(gtopk[gtopk.size], std::logic_error);
+  EXPECT_THROW(gtopk[-1], std::logic_error);
+}
+
+// auto's candidates are the aggregators with an auto rank, in rank order, each rank once.
+TEST(AggregatorDescriptors, AutoCandidatesComeFromTheirRanks) {
+  std::vector<std::pair<int, std::string_view>> ranked;
+  for (const AggregatorDescriptor* d : aggregator_descriptors()) {
+    if (d->properties.auto_rank > 0) ranked.emplace_back(d->properties.auto_rank, d->name);
+    if (d->properties.delegates || d->properties.needs_shared_indices) {
+      EXPECT_EQ(d->properties.auto_rank, 0) << d->name;
+    }
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::string_view> expected;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    if (i > 0) {
+      EXPECT_NE(ranked[i - 1].first, ranked[i].first) << "two candidates share a rank";
+    }
+    expected.push_back(ranked[i].second);
+  }
+  EXPECT_EQ(auto_candidates(), expected);
+  EXPECT_FALSE(expected.empty());
+}
+
+// The compressor registry: unique names, factories that build what they describe (by name and by
+// the properties the Compressor interface reports), errors that list every name.
+TEST(CompressorDescriptors, NamesAreUniqueAndFactoriesBuildWhatTheyDescribe) {
+  std::set<std::string_view> names;
+  for (const compress::CompressorDescriptor* d : compress::compressor_descriptors()) {
+    EXPECT_TRUE(names.insert(d->name).second) << d->name;
+    EXPECT_FALSE(d->summary.empty()) << d->name;
+    EXPECT_EQ(&compress::find_compressor(d->name), d);
+    ASSERT_NE(d->make, nullptr) << d->name;
+    compress::CompressorConfig config;
+    config.name = std::string(d->name);
+    const auto made = compress::make_compressor(config);
+    EXPECT_EQ(made->name(), d->name);
+    EXPECT_EQ(made->dense(), d->properties.dense) << d->name;
+    EXPECT_EQ(made->scales_values(), d->properties.scales_values) << d->name;
+  }
+  EXPECT_EQ(names.size(), compress::compressor_names().size());
+  EXPECT_EQ(&compress::find_compressor("dense"), &compress::find_compressor("none"));
+  try {
+    compress::find_compressor("top-k");
+    FAIL() << "an unknown name was found";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown compressor 'top-k' (expected " + compress::compressor_choices() + ")"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(AggregatorDescriptors, NamesAndWireIdsAreUniqueAndFound) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/region_order.hpp"
+#include "collectives/blocks/region_order.hpp"
 #include "sparsgd/core/random.hpp"
 
 namespace sparsgd::collectives {

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/merge_kernels.hpp"
+#include "collectives/blocks/merge_kernels.hpp"
 #include "hwy/targets.h"
-#include "collectives/sparse_merge.hpp"
+#include "collectives/blocks/sparse_merge.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/random.hpp"
 #include "sparsgd/select/magnitude.hpp"

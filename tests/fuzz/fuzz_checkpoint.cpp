@@ -19,7 +19,7 @@
 
 #include "checkpoint_input.hpp"
 #include "invariant.hpp"
-#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::fuzz {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "checkpoint_input.hpp"
-#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/core/wire.hpp"
 #include "wire_input.hpp"
 

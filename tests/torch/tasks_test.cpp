@@ -183,8 +183,8 @@ TrainConfig cifar_run(const fs::path& data, const std::string& model) {
   c.workers = 2;
   c.batch_size = 8;
   c.lr = 0.05;
-  c.density = 0.05;
-  c.network = "none";
+  c.exchange.density = 0.05;
+  c.exchange.network = "none";
   return c;
 }
 
@@ -200,8 +200,8 @@ TrainConfig lm_run(const fs::path& data) {
   c.lr = 0.01;
   c.weight_decay = 0.0;
   c.clip_norm = 0.5;
-  c.density = 0.1;
-  c.network = "none";
+  c.exchange.density = 0.1;
+  c.exchange.network = "none";
   c.epochs = 3;
   return c;
 }
@@ -274,16 +274,16 @@ TEST(Tasks, ErrorFeedbackOffAndUnbiasedRandomK) {
   TrainConfig c = cifar_run(data, "cnn");
   const TrainSummary with = train(c);
   EXPECT_TRUE(with.error_feedback);
-  c.error_feedback = false;
+  c.exchange.error_feedback = false;
   const TrainSummary without = train(c);
   EXPECT_FALSE(without.error_feedback);
   EXPECT_NE(without.final_train_loss, with.final_train_loss);  // the dropped residuals change the run
-  c.compressor = "randk-unbiased";
-  c.aggregator = "randk-shared";
+  c.exchange.compressor = "randk-unbiased";
+  c.exchange.aggregator = "randk-shared";
   c.lr = 0.005;
   const TrainSummary unbiased = train(c);
   EXPECT_TRUE(std::isfinite(unbiased.final_train_loss));
-  c.error_feedback = true;
+  c.exchange.error_feedback = true;
   EXPECT_THROW(validate(c), InvalidArgument);
   fs::remove_all(data);
 }

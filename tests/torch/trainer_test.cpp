@@ -17,10 +17,10 @@ TrainConfig small_run() {
   TrainConfig c;
   c.workers = 2;
   c.model = "mlp";
-  c.density = 0.05;
+  c.exchange.density = 0.05;
   c.batch_size = 32;
   c.lr = 0.05;
-  c.network = "none";
+  c.exchange.network = "none";
   c.max_iters = 60;
   return c;
 }
@@ -141,7 +141,7 @@ TEST(Trainer, LearningRateWarmupCosineDecayAndDensityWarmup) {
   c.lr = 0.1;
   c.warmup_epochs = 1.0;
   c.lr_schedule = "cosine";
-  c.density = 0.01;
+  c.exchange.density = 0.01;
   c.warmup_density = 0.05;
   c.out_dir = dir.string();
   train(c);
@@ -168,9 +168,9 @@ TEST(Trainer, RejectsBadOptionsAndMissingData) {
   EXPECT_THROW(validate(bad([](TrainConfig& c) { c.batch_size = 0; })), InvalidArgument);
   EXPECT_THROW(validate(bad([](TrainConfig& c) { c.lr = -0.1; })), InvalidArgument);
   EXPECT_THROW(validate(bad([](TrainConfig& c) { c.epochs = 0; })), InvalidArgument);
-  EXPECT_THROW(validate(bad([](TrainConfig& c) { c.density = 0.0; })), InvalidArgument);
-  EXPECT_THROW(validate(bad([](TrainConfig& c) { c.compressor = "zip"; })), InvalidArgument);
-  EXPECT_THROW(validate(bad([](TrainConfig& c) { c.aggregator = "tree"; })), InvalidArgument);
+  EXPECT_THROW(validate(bad([](TrainConfig& c) { c.exchange.density = 0.0; })), InvalidArgument);
+  EXPECT_THROW(validate(bad([](TrainConfig& c) { c.exchange.compressor = "zip"; })), InvalidArgument);
+  EXPECT_THROW(validate(bad([](TrainConfig& c) { c.exchange.aggregator = "tree"; })), InvalidArgument);
   EXPECT_THROW(validate(bad([](TrainConfig& c) { c.checkpoint_every = 5; })), InvalidArgument);  // no --out
   EXPECT_THROW(train(bad([](TrainConfig& c) { c.data_dir = "/nonexistent"; })), InvalidArgument);
 }

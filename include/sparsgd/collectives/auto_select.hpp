@@ -53,7 +53,7 @@
 
 namespace sparsgd::collectives {
 
-// The aggregators auto chooses from, in the order ties go.
+// The aggregators auto chooses from (their descriptors' auto_rank), in the order ties go.
 const std::vector<std::string_view>& auto_candidates();
 
 // The cheapest candidate for (workers, n, k, coding) on `network` by the closed forms.

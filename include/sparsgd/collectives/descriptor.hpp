@@ -1,9 +1,10 @@
 #pragma once
 // One descriptor per aggregator, in the spirit of nccl-tests' testColl: its name, wire id, factory,
 // serial reference, closed-form cost and traffic, memory footprint and properties, in the file that
-// implements it. The factory, CLI help and validation, the cost model, bench comm, the trainer and
-// the tests read the descriptor, so adding an aggregator means one new file and one line in the
-// registry (src/collectives/registry.cpp).
+// implements it (src/collectives/aggregators/). The factory, CLI help and validation, the cost
+// model, auto's candidates, bench comm, the trainer, the Python package and the tests read the
+// descriptor, so adding an aggregator means one new file and one line in the registry
+// (src/collectives/aggregators/registry.cpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,9 @@ struct AggregatorProperties {
   // Another aggregator forms each sum (auto): the reference, the traffic and the sum order are
   // that one's (Aggregation::method names it).
   bool delegates = false;
+  // auto's candidates are the aggregators with a rank here, 1 first: on equal closed-form costs
+  // the lower rank wins (0: not a candidate).
+  int auto_rank = 0;
 };
 
 // One aggregation's cost under the alpha-beta model (alpha per message, beta per byte).
@@ -87,6 +91,8 @@ struct AggregatorDescriptor {
   std::uint32_t wire_id = 0;  // in every message header, so that ranks running different ones fail
   std::string_view summary;   // one line for help texts: what travels and how the sum is formed
   AggregatorProperties properties;
+  // Message tags it uses, a block from the one allocator (src/collectives/blocks/tags.hpp).
+  int tag_count = 0;
   std::unique_ptr<Aggregator> (*make)(const AggregatorOptions& options) = nullptr;
   // The serial model of its semantics (reference.hpp), from every worker's selection.
   ReferenceAggregation (*reference)(const std::vector<SparseVector>& selections, std::size_t k) = nullptr;
@@ -109,7 +115,16 @@ const std::vector<const AggregatorDescriptor*>& aggregator_descriptors();
 // Throws InvalidArgument naming the known aggregators.
 const AggregatorDescriptor& find_aggregator(std::string_view name);
 
-// "dense, allgather, gtopk, gtopk-rd, oktopk or randk-shared", for help texts and errors.
+// "dense, allgather, gtopk, gtopk-rd, oktopk or randk-shared", for help texts and errors; with a
+// predicate, only those it accepts.
 std::string aggregator_choices();
+std::string aggregator_choices(bool (*accept)(const AggregatorDescriptor&));
+
+// --aggregator's help: each name with its summary (auto's with its candidates).
+std::string aggregator_help();
+
+// The scaling table's methods (sim/scaling.hpp): every aggregator with a closed form of its own
+// over each worker's own selection (not delegating, not needing shared indices), in registry order.
+std::vector<const AggregatorDescriptor*> modelled_aggregators();
 
 }  // namespace sparsgd::collectives

@@ -1,7 +1,6 @@
 #pragma once
 // Compressors: the local selection one worker makes from its accumulated gradient (docs/DESIGN.md).
-// topk, topk-reuse, randk, randk-unbiased, rtopk, gaussiank, dgc, and none (the dense S-SGD
-// baseline).
+// Each one is described by its descriptor (compress/descriptor.hpp) in its own file.
 
 #include <cstddef>
 #include <cstdint>

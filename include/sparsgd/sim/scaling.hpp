@@ -28,7 +28,7 @@ const std::vector<ModelPreset>& model_presets();
 const ModelPreset& find_preset(const std::string& name);
 
 struct ScalingRow {
-  std::string method;      // dense, topk (allgather: Top-k S-SGD), gtopk, gtopk-rd
+  std::string method;      // the aggregator (collectives::modelled_aggregators(): allgather is Top-k S-SGD)
   int workers = 1;
   double compute_ms = 0;
   double compress_ms = 0;  // 0 for dense
@@ -37,8 +37,8 @@ struct ScalingRow {
   double efficiency = 0;   // in [0, 1]
 };
 
-// Rows for every method and every P in `workers`; the sparse methods' messages carry their
-// indices in `coding` (dense has none). Throws InvalidArgument on a bad density, non-positive
+// Rows for every modelled aggregator and every P in `workers`; the sparse methods' messages carry
+// their indices in `coding` (dense has none). Throws InvalidArgument on a bad density, non-positive
 // sizes or times, or a network without bandwidth.
 std::vector<ScalingRow> scaling_table(double parameters, double compute_ms, double compress_ms, double density,
                                       const std::vector<int>& workers, const transport::NetworkSpec& network,

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/torch/train_config.hpp"
 #include "sparsgd/torch/trainable_model.hpp"
 #include "sparsgd/transport/transport.hpp"

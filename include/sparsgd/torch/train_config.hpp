@@ -8,9 +8,18 @@
 #include <utility>
 #include <vector>
 
+#include "sparsgd/collectives/exchange_options.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 
 namespace sparsgd::torch_layer {
+
+// A training run's exchange unless told otherwise: density 0.01 on the gTop-k paper's cluster.
+inline collectives::ExchangeOptions default_exchange() {
+  collectives::ExchangeOptions exchange;
+  exchange.density = 0.01;
+  exchange.network = "paper-1gbe";
+  return exchange;
+}
 
 struct TrainConfig {
   int workers = 4;                 // in-process workers (ignored under MPI: one per rank)
@@ -29,14 +38,9 @@ struct TrainConfig {
   // Image tasks: the last N training examples held out as a validation set, evaluated every epoch
   // (for tuning; never the test set). 0: none. lm: valid.txt is the validation set.
   int validation = 0;
-  std::string compressor = "topk";
-  double r_factor = 4.0;
-  std::uint64_t threshold_period = 32;  // topk-reuse
-  int auto_trials = 2;                  // --aggregator auto: timed trials per candidate (0: the closed forms alone)
-  bool error_feedback = true;      // off: what the aggregation did not take is dropped, not kept
-  std::string aggregator = "gtopk";
-  std::string index_coding = "raw";  // or "compressed" (core/index_codec.hpp): sparse aggregators
-  double density = 0.01;
+  // The gradient exchange (collectives/exchange_options.hpp), density 0.01 and the gTop-k paper's
+  // 1 Gbps cluster by default; its network is also the one the run is simulated on.
+  collectives::ExchangeOptions exchange = default_exchange();
   double warmup_density = 0.0;     // > 0: the density during the first epoch (gTop-k: 0.004)
   int epochs = 1;
   int batch_size = 32;             // per worker (lm: token streams per worker)
@@ -51,7 +55,6 @@ struct TrainConfig {
   // On by default because it closes the default run's gap to dense S-SGD (docs/results/convergence.md).
   std::string momentum_correction = "auto";
   bool per_layer = false;
-  std::string network = "paper-1gbe";
   std::uint64_t seed = 1;
   std::string out_dir;             // metrics.csv, epochs.csv, summary.json, checkpoints/
   int checkpoint_every = 0;        // iterations; 0: none

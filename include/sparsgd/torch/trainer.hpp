@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sparsgd/collectives/aggregator.hpp"
-#include "sparsgd/core/memory.hpp"
+#include "sparsgd/training/memory.hpp"
 #include "sparsgd/torch/train_config.hpp"
 #include "sparsgd/transport/transport.hpp"
 

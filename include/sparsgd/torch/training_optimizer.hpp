@@ -12,7 +12,7 @@
 #include <torch/types.h>
 
 #include "sparsgd/collectives/gradient_exchange.hpp"
-#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/torch/distributed_optimizer.hpp"
 #include "sparsgd/torch/flat_gradients.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"

@@ -6,7 +6,7 @@
 
 #include <array>
 
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/random.hpp"
 #include "sparsgd/torch/cifar10.hpp"

@@ -10,7 +10,7 @@
 
 #include <cmath>
 
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/random.hpp"
 #include "sparsgd/torch/language_model.hpp"

@@ -7,8 +7,8 @@
 
 #include <torch/types.h>
 
-#include "sparsgd/core/checkpoint.hpp"
-#include "sparsgd/core/fault_plan.hpp"
+#include "sparsgd/training/checkpoint.hpp"
+#include "sparsgd/training/fault_plan.hpp"
 #include "sparsgd/transport/transport.hpp"
 
 namespace sparsgd::torch_layer {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "run_state.hpp"
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::torch_layer {

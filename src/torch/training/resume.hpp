@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/torch/train_config.hpp"
 #include "sparsgd/transport/transport.hpp"
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "run_state.hpp"
-#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/torch/flat_gradients.hpp"
 #include "sparsgd/torch/task.hpp"
 #include "sparsgd/torch/training_optimizer.hpp"

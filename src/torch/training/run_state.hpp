@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sparsgd/core/checkpoint.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/torch/trainer.hpp"
 
 namespace sparsgd::torch_layer {

@@ -25,7 +25,7 @@ double learning_rate(const TrainConfig& c, int workers, double epoch_position) {
 }
 
 double density_for_epoch(const TrainConfig& c, int epoch) {
-  return epoch == 0 && c.warmup_density > 0.0 ? c.warmup_density : c.density;
+  return epoch == 0 && c.warmup_density > 0.0 ? c.warmup_density : c.exchange.density;
 }
 
 }  // namespace sparsgd::torch_layer

@@ -6,14 +6,14 @@
 
 #include "../tasks/tasks.hpp"
 #include "schedules.hpp"
-#include "sparsgd/collectives/agreement.hpp"
+#include "sparsgd/collectives/rank_agreement.hpp"
 #include "sparsgd/collectives/aggregator.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/compress/compressor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/core/fault_plan.hpp"
+#include "sparsgd/training/fault_plan.hpp"
 #include "sparsgd/torch/models.hpp"
 #include "sparsgd/torch/task.hpp"
 #include "sparsgd/torch/training_optimizer.hpp"
@@ -33,7 +33,7 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
   using collectives::field_value;
   const TrainConfig c = with_task_defaults(given);
   const auto on_off = [](bool b) { return std::string(b ? "on" : "off"); };
-  return {{"--task", c.task, true},
+  std::vector<ConfigField> fields = {{"--task", c.task, true},
           {"--model", c.model, true},
           {"--bptt", std::to_string(c.bptt), true},
           {"--hidden-size", std::to_string(c.hidden_size), true},
@@ -41,14 +41,6 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--dropout", field_value(c.dropout), true},
           {"--clip-norm", field_value(c.clip_norm), true},
           {"--validation", std::to_string(c.validation), true},
-          {"--compressor", c.compressor, true},
-          {"--r-factor", field_value(c.r_factor), true},
-          {"--threshold-period", std::to_string(c.threshold_period), true},
-          {"--error-feedback", on_off(c.error_feedback), true},
-          {"--aggregator", c.aggregator, true},
-          {"--auto-trials", std::to_string(c.auto_trials), true},
-          {"--index-coding", c.index_coding, true},
-          {"--density", field_value(c.density), true},
           {"--warmup-density", field_value(c.warmup_density), true},
           {"--epochs", std::to_string(c.epochs), true},
           {"--batch-size", std::to_string(c.batch_size), true},
@@ -61,7 +53,6 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--lr-schedule", c.lr_schedule, true},
           {"--momentum-correction", on_off(uses_momentum_correction(c)), true},
           {"--per-layer", on_off(c.per_layer), true},
-          {"--network", c.network, true},
           {"--seed", std::to_string(c.seed), true},
           {"--out", c.out_dir, false},
           {"--checkpoint-every", std::to_string(c.checkpoint_every), false},
@@ -70,6 +61,22 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--timeout-ms", std::to_string(c.timeout_ms), false},
           {"--on-nonfinite", c.on_nonfinite, false},
           {"--inject-fault", c.inject_fault, false}};
+  // The exchange's options where they have always stood (the fingerprint of a checkpoint lists the
+  // fields in this order): all but --network after --validation, --network after --per-layer.
+  const auto exchange = collectives::exchange_option_fields(c.exchange);
+  const auto after = [&fields](std::string_view flag) {
+    return std::find_if(fields.begin(), fields.end(), [flag](const ConfigField& f) { return f.flag == flag; }) + 1;
+  };
+  std::vector<ConfigField> rest;
+  for (auto& [flag, value] : exchange) {
+    if (flag == "--network") {
+      fields.insert(after("--per-layer"), {flag, value, true});
+    } else {
+      rest.push_back({flag, value, true});
+    }
+  }
+  fields.insert(after("--validation"), rest.begin(), rest.end());
+  return fields;
 }
 
 }  // namespace
@@ -115,8 +122,7 @@ void validate(const TrainConfig& c) {
   SPARSGD_ENFORCE(c.validation >= 0, "--validation must be >= 0 (0: none), got " << c.validation);
   SPARSGD_ENFORCE(c.validation == 0 || c.task != "lm",
                   "--validation holds out training examples of an image task; --task lm evaluates on valid.txt");
-  validate_density(c.density);
-  collectives::validate(exchange_config(c));
+  collectives::make_exchange_config(c.exchange, c.seed);
   if (c.warmup_density != 0.0) validate_density(c.warmup_density);
   const auto& optimizers = training_optimizer_names();
   SPARSGD_ENFORCE(std::find(optimizers.begin(), optimizers.end(), c.optimizer) != optimizers.end(),
@@ -136,7 +142,6 @@ void validate(const TrainConfig& c) {
                   "--warmup-epochs must be >= 0, got " << c.warmup_epochs);
   SPARSGD_ENFORCE(c.lr_schedule == "none" || c.lr_schedule == "step" || c.lr_schedule == "cosine",
                   "unknown --lr-schedule '" << c.lr_schedule << "' (expected none, step or cosine)");
-  transport::parse_network(c.network);
   SPARSGD_ENFORCE(c.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got " << c.checkpoint_every);
   SPARSGD_ENFORCE(c.checkpoint_every == 0 || !c.out_dir.empty(), "--checkpoint-every needs --out DIR");
   SPARSGD_ENFORCE(c.timeout_ms >= 1, "--timeout-ms must be at least 1");
@@ -150,19 +155,9 @@ bool uses_momentum_correction(const TrainConfig& c) {
 }
 
 collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
-  collectives::ExchangeConfig exchange;
-  exchange.compressor = {c.compressor, c.r_factor, c.seed,
-                         collectives::find_aggregator(c.aggregator).properties.needs_shared_indices,
-                         c.threshold_period};
-  exchange.aggregator = c.aggregator;
-  exchange.density = density_for_epoch(c, 0);
-  exchange.error_feedback = c.error_feedback;
-  exchange.index_coding = wire::parse_index_coding(c.index_coding);
-  exchange.auto_trial_rounds = c.auto_trials;
-  // auto chooses for the simulated network where there is one, else measures the real one.
-  const transport::NetworkSpec network = transport::parse_network(c.network);
-  if (network.enabled()) exchange.network = {network.alpha_seconds, 1.0 / network.bytes_per_second, true, false};
-  return exchange;
+  collectives::ExchangeOptions first_epoch = c.exchange;
+  first_epoch.density = density_for_epoch(c, 0);
+  return collectives::make_exchange_config(first_epoch, c.seed);
 }
 
 }  // namespace sparsgd::torch_layer

@@ -24,8 +24,8 @@
 #include "run_state.hpp"
 #include "schedules.hpp"
 #include "sparsgd/collectives/auto_select.hpp"
-#include "sparsgd/collectives/agreement.hpp"
-#include "sparsgd/collectives/bookkeeping.hpp"
+#include "sparsgd/collectives/rank_agreement.hpp"
+#include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
@@ -59,7 +59,7 @@ class TrainingRun {
     // Before anything else goes over the wire: ranks launched with different options would train
     // silently apart, or wait for messages that never come.
     collectives::check_ranks_agree(base_, run_config_fields(c_), "the training options");
-    const transport::NetworkSpec network = transport::parse_network(c_.network);
+    const transport::NetworkSpec network = transport::parse_network(c_.exchange.network);
     fault_ = parse_fault_plan(c_.inject_fault);
     SPARSGD_ENFORCE(!fault_ || fault_->rank < p_,
                     "--inject-fault names rank " << (fault_ ? fault_->rank : 0) << " but there are " << p_ << " workers");
@@ -105,17 +105,17 @@ class TrainingRun {
     summary_.task = task.name();
     summary_.model = task.model_name();
     summary_.metric = task.metric();
-    summary_.compressor = c_.compressor;
-    summary_.aggregator = c_.aggregator;
+    summary_.compressor = c_.exchange.compressor;
+    summary_.aggregator = c_.exchange.aggregator;
     summary_.network = network.name;
     summary_.optimizer = c_.optimizer;
-    summary_.r_factor = c_.compressor == "rtopk" ? c_.r_factor : 0.0;
-    summary_.error_feedback = c_.error_feedback;
+    summary_.r_factor = c_.exchange.compressor == "rtopk" ? c_.exchange.r_factor : 0.0;
+    summary_.error_feedback = c_.exchange.error_feedback;
     summary_.options = run_config_fields(c_);
     summary_.parameters = worker_->model().parameter_count();
     summary_.workers = p_;
     summary_.epochs = c_.epochs;
-    summary_.density = c_.density;
+    summary_.density = c_.exchange.density;
     summary_.memory = memory;
     if (!c_.resume_dir.empty()) resume();
     open_records();

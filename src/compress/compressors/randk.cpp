@@ -1,0 +1,73 @@
+// randk, and its unbiased form: the same indices, values times n/k, so that the sent vector's
+// expectation over the draw is acc itself (meant to run without error feedback).
+
+#include "sparsgd/compress/descriptor.hpp"
+#include "sparsgd/core/density.hpp"
+#include "sparsgd/core/random.hpp"
+#include "sparsgd/select/magnitude.hpp"
+#include "sparsgd/select/randk.hpp"
+
+namespace sparsgd::compress {
+namespace {
+
+// Stream tags keep the random draws of different purposes independent for the same seed.
+constexpr std::uint64_t kRandkStream = 0x72616e646bULL;
+
+class RandkCompressor final : public Compressor {
+ public:
+  RandkCompressor(std::uint64_t seed, bool shared, bool unbiased) : seed_(seed), shared_(shared), unbiased_(unbiased) {}
+  std::string name() const override { return unbiased_ ? "randk-unbiased" : "randk"; }
+  bool shared_indices() const override { return shared_; }
+  double value_scale(std::size_t n, std::size_t k) const override {
+    return unbiased_ ? static_cast<double>(n) / static_cast<double>(k) : 1.0;
+  }
+  bool scales_values() const override { return unbiased_; }
+  void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
+                SparseVector& out) override {
+    validate_k(acc.size(), k);
+    select::check_finite(acc, "input to randk");
+    // Shared mode leaves the rank out of the seed, so every worker draws the same indices.
+    const std::uint64_t stream = shared_ ? 0 : static_cast<std::uint64_t>(context.rank) + 1;
+    const std::uint64_t seed = mix_seed(mix_seed(seed_, kRandkStream, stream), context.iteration);
+    out.dim = acc.size();
+    out.resize(k);
+    select::random_k_indices(acc.size(), k, seed, out.indices, bitmap_);
+    const auto scale = static_cast<float>(value_scale(acc.size(), k));
+    for (std::size_t i = 0; i < k; ++i) out.values[i] = scale * acc[out.indices[i]];
+  }
+
+ private:
+  std::uint64_t seed_;
+  bool shared_;
+  bool unbiased_;
+  std::vector<std::uint64_t> bitmap_;
+};
+
+}  // namespace
+
+const CompressorDescriptor& randk_compressor() {
+  static const CompressorDescriptor descriptor{
+      .name = "randk",
+      .summary = "k uniformly random indices drawn from (seed, iteration, rank); the same on every worker with a "
+                 "shared seed",
+      .properties = {.draws_indices = true},
+      .make = [](const CompressorConfig& config) -> std::unique_ptr<Compressor> {
+        return std::make_unique<RandkCompressor>(config.seed, config.shared_seed, false);
+      },
+  };
+  return descriptor;
+}
+
+const CompressorDescriptor& randk_unbiased_compressor() {
+  static const CompressorDescriptor descriptor{
+      .name = "randk-unbiased",
+      .summary = "randk's indices, values times n/k (unbiased; needs error feedback off)",
+      .properties = {.draws_indices = true, .scales_values = true},
+      .make = [](const CompressorConfig& config) -> std::unique_ptr<Compressor> {
+        return std::make_unique<RandkCompressor>(config.seed, config.shared_seed, true);
+      },
+  };
+  return descriptor;
+}
+
+}  // namespace sparsgd::compress

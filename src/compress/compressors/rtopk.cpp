@@ -1,0 +1,46 @@
+// rtopk (Barnes et al., JSAIT 2020): the top r = ceil(r_factor * k) by magnitude, then a uniform
+// k of them (select/rtopk.hpp).
+
+#include "sparsgd/compress/descriptor.hpp"
+#include "sparsgd/core/random.hpp"
+#include "sparsgd/select/rtopk.hpp"
+
+namespace sparsgd::compress {
+namespace {
+
+// Stream tags keep the random draws of different purposes independent for the same seed.
+constexpr std::uint64_t kRtopkStream = 0x72746f706bULL;
+
+class RtopkCompressor final : public Compressor {
+ public:
+  RtopkCompressor(double r_factor, std::uint64_t seed) : r_factor_(r_factor), seed_(seed) {}
+  std::string name() const override { return "rtopk"; }
+  void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
+                SparseVector& out) override {
+    const std::uint64_t seed =
+        mix_seed(mix_seed(seed_, kRtopkStream, static_cast<std::uint64_t>(context.rank) + 1), context.iteration);
+    select::rtopk(acc, k, r_factor_, seed, out, workspace_);
+  }
+
+ private:
+  double r_factor_;
+  std::uint64_t seed_;
+  select::RtopkWorkspace workspace_;
+};
+
+}  // namespace
+
+const CompressorDescriptor& rtopk_compressor() {
+  static const CompressorDescriptor descriptor{
+      .name = "rtopk",
+      .summary = "the top r = ceil(r_factor * k) by magnitude, then a uniformly random k of them (rTop-k)",
+      .properties = {},
+      .make = [](const CompressorConfig& config) -> std::unique_ptr<Compressor> {
+        select::rtopk_r(1, 1, config.r_factor);  // validates r_factor up front
+        return std::make_unique<RtopkCompressor>(config.r_factor, config.seed);
+      },
+  };
+  return descriptor;
+}
+
+}  // namespace sparsgd::compress

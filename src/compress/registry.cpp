@@ -1,0 +1,59 @@
+// The list of compressors: one line per compressor, in the order help texts name them. Each
+// line names the descriptor function its file defines (NAME_compressor(), src/compress/compressors/).
+
+#include "sparsgd/compress/descriptor.hpp"
+
+#include "sparsgd/core/error.hpp"
+#include "sparsgd/core/name_list.hpp"
+
+#define SPARSGD_COMPRESSORS(X) \
+  X(topk)                      \
+  X(topk_reuse)                \
+  X(randk)                     \
+  X(randk_unbiased)            \
+  X(rtopk)                     \
+  X(gaussiank)                 \
+  X(dgc)                       \
+  X(none)
+
+namespace sparsgd::compress {
+
+#define SPARSGD_DECLARE(id) const CompressorDescriptor& id##_compressor();
+SPARSGD_COMPRESSORS(SPARSGD_DECLARE)
+#undef SPARSGD_DECLARE
+
+const std::vector<const CompressorDescriptor*>& compressor_descriptors() {
+#define SPARSGD_ENTRY(id) &id##_compressor(),
+  static const std::vector<const CompressorDescriptor*> all = {SPARSGD_COMPRESSORS(SPARSGD_ENTRY)};
+#undef SPARSGD_ENTRY
+  return all;
+}
+
+const CompressorDescriptor& find_compressor(std::string_view name) {
+  for (const CompressorDescriptor* d : compressor_descriptors()) {
+    if (d->name == name || (!d->alias.empty() && d->alias == name)) return *d;
+  }
+  throw InvalidArgument("unknown compressor '" + std::string(name) + "' (expected " + compressor_choices() + ")");
+}
+
+std::string compressor_choices() {
+  return compressor_choices([](const CompressorDescriptor&) { return true; });
+}
+
+std::string compressor_choices(bool (*accept)(const CompressorDescriptor&)) {
+  std::vector<std::string_view> names;
+  for (const CompressorDescriptor* d : compressor_descriptors()) {
+    if (accept(*d)) names.push_back(d->name);
+  }
+  return name_list(names);
+}
+
+std::string compressor_help() {
+  std::string help = "one of:";
+  for (const CompressorDescriptor* d : compressor_descriptors()) {
+    help += "\n  " + std::string(d->name) + ": " + std::string(d->summary);
+  }
+  return help;
+}
+
+}  // namespace sparsgd::compress
