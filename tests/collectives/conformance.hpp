@@ -150,7 +150,8 @@ inline void check_aggregator_conformance(const Case& c, const WorkerRunner& run_
         // Compressed indices never cost more than raw ones plus their 6 bytes of framing a set
         // (allgather forwards P - 1 sets in ceil(log2 P) messages), and save bytes whenever a rank
         // sends sets sparse enough for the Rice code. (Exact sizes: compressed_traffic_test.cpp.)
-        const std::uint64_t sets = method == "allgather" ? static_cast<std::uint64_t>(c.workers - 1) : want.messages;
+        const std::uint64_t sets = collectives::find_aggregator(method).properties.forwards_sets
+                                       ? static_cast<std::uint64_t>(c.workers - 1) : want.messages;
         EXPECT_LE(got.bytes_sent, want.bytes + compressed_framing_bytes() * sets) << "rank " << w;
         if (want.messages > 0 && c.density <= 0.02 && k > 8) {
           EXPECT_LT(got.bytes_sent, want.bytes) << "rank " << w;

@@ -124,7 +124,14 @@ TEST(AggregatorDescriptors, NamesAndWireIdsAreUniqueAndFound) {
     }
   }
   EXPECT_EQ(names.size(), aggregator_names().size());
-  EXPECT_EQ(aggregator_choices(), "dense, allgather, gtopk, gtopk-rd, oktopk, randk-shared or auto");
+  // "a, b, ... or z", in registry order, dense first.
+  std::string choices;
+  for (std::size_t i = 0; i < aggregator_descriptors().size(); ++i) {
+    choices += (i == 0 ? "" : i + 1 == aggregator_descriptors().size() ? " or " : ", ") +
+               std::string(aggregator_descriptors()[i]->name);
+  }
+  EXPECT_EQ(aggregator_choices(), choices);
+  EXPECT_EQ(aggregator_choices().rfind("dense, allgather, gtopk, gtopk-rd, oktopk, randk-shared", 0), 0u);
   try {
     find_aggregator("tree");
     FAIL() << "an unknown name was found";

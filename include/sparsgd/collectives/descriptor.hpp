@@ -34,6 +34,9 @@ struct AggregatorProperties {
   // Another aggregator forms each sum (auto): the reference, the traffic and the sum order are
   // that one's (Aggregation::method names it).
   bool delegates = false;
+  // A message may carry several workers' selections (allgather forwards what it has received), so
+  // a rank sends up to P - 1 sets, each with its own index framing, in fewer messages.
+  bool forwards_sets = false;
   // auto's candidates are the aggregators with a rank here, 1 first: on equal closed-form costs
   // the lower rank wins (0: not a candidate).
   int auto_rank = 0;

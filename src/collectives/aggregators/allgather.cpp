@@ -139,7 +139,7 @@ const AggregatorDescriptor& allgather_aggregator() {
       .name = "allgather",
       .wire_id = 2,
       .summary = "every selection to every worker (Bruck), summed in rank order (Top-k S-SGD)",
-      .properties = {.auto_rank = 3},
+      .properties = {.forwards_sets = true, .auto_rank = 3},
       .tag_count = 1,
       .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
         return std::make_unique<AllgatherBruck>(options);
