@@ -28,7 +28,7 @@
 #include "sparsgd/cuda/magnitude_counts.hpp"
 #endif
 #include "sparsgd/torch/gradient_averager.hpp"
-#include "sparsgd/torch/gradient_synchronizer.hpp"
+#include "sparsgd/torch/model_gradient_averager.hpp"
 #include "sparsgd/torch/process_group_transport.hpp"
 #include "sparsgd/transport/network_model.hpp"
 
@@ -169,10 +169,10 @@ class FlatAverager {
   torch_layer::GradientAverager averager_;
 };
 
-class Synchronizer {
+class ModelAverager {
  public:
-  Synchronizer(std::shared_ptr<Handle> handle, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
-               const torch_layer::SynchronizerConfig& config)
+  ModelAverager(std::shared_ptr<Handle> handle, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
+               const torch_layer::ModelAveragerConfig& config)
       : handle_(std::move(handle)), sync_(*handle_->transport, std::move(parameters), std::move(names), config) {}
   py::dict synchronize(std::uint64_t iteration) {
     auto [stats, network] = timed(*handle_, true, [&] { return sync_.synchronize(iteration); });
@@ -182,11 +182,11 @@ class Synchronizer {
     sync_.broadcast_parameters();
     handle_->transport->flush();
   }
-  torch_layer::GradientSynchronizer& get() { return sync_; }
+  torch_layer::ModelGradientAverager& get() { return sync_; }
 
  private:
   std::shared_ptr<Handle> handle_;
-  torch_layer::GradientSynchronizer sync_;
+  torch_layer::ModelGradientAverager sync_;
 };
 
 // The serial reference of one exchange step (tests): every worker's selection from its accumulated
@@ -326,12 +326,9 @@ PYBIND11_MODULE(_C, m) {
     out["name"] = std::string(d.name);
     out["wire_id"] = d.wire_id;
     out["summary"] = std::string(d.summary);
-    out["sends_indices"] = d.properties.sends_indices;
-    out["exact_sum_order"] = d.properties.exact_sum_order;
-    out["needs_shared_indices"] = d.properties.needs_shared_indices;
-    out["dense_result"] = d.properties.dense_result;
-    out["delegates"] = d.properties.delegates;
-    out["auto_rank"] = d.properties.auto_rank;
+    for (const collectives::PropertyValue& p : collectives::property_values(d.properties)) {
+      out[py::str(std::string(p.name))] = p.flag ? py::object(py::bool_(p.value != 0)) : py::object(py::int_(p.value));
+    }
     return out;
   }, py::arg("name"), "What an aggregator's descriptor says of it; raises InvalidArgument for an unknown name");
   m.def("compressor_properties", [](const std::string& name) {
@@ -339,10 +336,7 @@ PYBIND11_MODULE(_C, m) {
     py::dict out;
     out["name"] = std::string(d.name);
     out["summary"] = std::string(d.summary);
-    out["exact_count"] = d.properties.exact_count;
-    out["draws_indices"] = d.properties.draws_indices;
-    out["scales_values"] = d.properties.scales_values;
-    out["dense"] = d.properties.dense;
+    for (const auto& [property, value] : compress::property_values(d.properties)) out[py::str(std::string(property))] = value;
     return out;
   }, py::arg("name"), "What a compressor's descriptor says of it; raises InvalidArgument for an unknown name");
 
@@ -438,30 +432,30 @@ PYBIND11_MODULE(_C, m) {
         a.averager().set_local_velocity(std::vector<float>(span.begin(), span.end()));
       });
 
-  py::class_<Synchronizer>(m, "GradientSynchronizer",
+  py::class_<ModelAverager>(m, "ModelGradientAverager",
                            "After backward: the average of every parameter's gradient written into its .grad")
       .def(py::init([](std::shared_ptr<Handle> h, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
                        const std::string& compressor, const std::string& aggregator, double density, double r_factor,
                        std::uint64_t seed, bool shared_seed, bool per_layer, bool skip_nonfinite, bool error_feedback,
                        const std::string& index_coding, int auto_trials, std::uint64_t threshold_period) {
-             torch_layer::SynchronizerConfig config;
+             torch_layer::ModelAveragerConfig config;
              config.exchange = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback,
                                                index_coding, auto_trials, threshold_period);
              config.per_layer = per_layer;
              config.skip_nonfinite = skip_nonfinite;
-             return std::make_unique<Synchronizer>(std::move(h), std::move(parameters), std::move(names), config);
+             return std::make_unique<ModelAverager>(std::move(h), std::move(parameters), std::move(names), config);
            }),
            py::arg("transport"), py::arg("parameters"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("per_layer") = false, py::arg("skip_nonfinite") = false, py::arg("error_feedback") = true,
            py::arg("index_coding") = "raw", py::arg("auto_trials") = 2, py::arg("threshold_period") = 32)
-      .def("synchronize", &Synchronizer::synchronize, py::arg("iteration"))
-      .def("broadcast_parameters", [](Synchronizer& s) { s.broadcast_parameters(); },
+      .def("synchronize", &ModelAverager::synchronize, py::arg("iteration"))
+      .def("broadcast_parameters", [](ModelAverager& s) { s.broadcast_parameters(); },
            py::call_guard<py::gil_scoped_release>())
-      .def("set_density", [](Synchronizer& s, double d) { s.get().averager().set_density(d); })
-      .def_property_readonly("size", [](Synchronizer& s) { return s.get().size(); })
-      .def("residuals", [](Synchronizer& s) { return residual_tensors(s.get().averager()); })
-      .def("set_residuals", [](Synchronizer& s, const std::vector<torch::Tensor>& r) {
+      .def("set_density", [](ModelAverager& s, double d) { s.get().averager().set_density(d); })
+      .def_property_readonly("size", [](ModelAverager& s) { return s.get().size(); })
+      .def("residuals", [](ModelAverager& s) { return residual_tensors(s.get().averager()); })
+      .def("set_residuals", [](ModelAverager& s, const std::vector<torch::Tensor>& r) {
         set_residual_tensors(s.get().averager(), r);
       });
 }

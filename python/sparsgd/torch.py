@@ -332,7 +332,7 @@ class DistributedOptimizer:
         _agree(self.transport, self.options, "the sparsgd DistributedOptimizer's options",
                [("parameter tensors", len(self._parameters)),
                 ("parameter elements", sum(p.numel() for p in self._parameters))])
-        self._sync = _C.GradientSynchronizer(
+        self._sync = _C.ModelGradientAverager(
             self.transport, self._parameters, [names.get(id(p), f"parameter {i}") for i, p in enumerate(self._parameters)],
             per_layer=self.options["per_layer"], skip_nonfinite=on_nonfinite == "skip",
             **_exchange_kwargs(self.options))

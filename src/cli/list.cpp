@@ -27,19 +27,17 @@ void register_list(CLI::App& app) {
       nlohmann::json out = nlohmann::json::array();
       if (*what == "compressors") {
         for (const compress::CompressorDescriptor* d : compress::compressor_descriptors()) {
-          const compress::CompressorProperties& p = d->properties;
-          out.push_back({{"name", d->name}, {"summary", d->summary},
-                         {"properties", {{"exact_count", p.exact_count}, {"draws_indices", p.draws_indices},
-                                         {"scales_values", p.scales_values}, {"dense", p.dense}}}});
+          nlohmann::json properties = nlohmann::json::object();
+          for (const auto& [name, value] : compress::property_values(d->properties)) properties[std::string(name)] = value;
+          out.push_back({{"name", d->name}, {"summary", d->summary}, {"properties", properties}});
         }
       } else {
         for (const collectives::AggregatorDescriptor* d : collectives::aggregator_descriptors()) {
-          const collectives::AggregatorProperties& p = d->properties;
-          out.push_back({{"name", d->name}, {"summary", d->summary}, {"wire_id", d->wire_id},
-                         {"properties", {{"sends_indices", p.sends_indices}, {"exact_sum_order", p.exact_sum_order},
-                                         {"needs_shared_indices", p.needs_shared_indices},
-                                         {"dense_result", p.dense_result}, {"delegates", p.delegates},
-                                         {"auto_rank", p.auto_rank}}}});
+          nlohmann::json properties = nlohmann::json::object();
+          for (const collectives::PropertyValue& p : collectives::property_values(d->properties)) {
+            properties[std::string(p.name)] = p.flag ? nlohmann::json(p.value != 0) : nlohmann::json(p.value);
+          }
+          out.push_back({{"name", d->name}, {"summary", d->summary}, {"wire_id", d->wire_id}, {"properties", properties}});
         }
       }
       std::printf("%s\n", out.dump().c_str());

@@ -6,28 +6,22 @@
 
 #include "collectives/blocks/aggregator_support.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
+#include "sparsgd/core/descriptor_list.hpp"
 #include "core/wire_kernels.hpp"
 
 namespace sparsgd::collectives {
 
 const std::vector<std::string>& aggregator_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const AggregatorDescriptor* d : aggregator_descriptors()) all.emplace_back(d->name);
-    return all;
-  }();
+  static const std::vector<std::string> names = descriptor_names(aggregator_descriptors());
   return names;
 }
 
 std::unique_ptr<Aggregator> make_aggregator(const std::string& name, const AggregatorOptions& options) {
   const AggregatorDescriptor& descriptor = find_aggregator(name);
   if (!descriptor.properties.sends_indices && options.index_coding != wire::IndexCoding::raw) {
-    std::string with_indices;
-    for (const AggregatorDescriptor* d : aggregator_descriptors()) {
-      if (d->properties.sends_indices) with_indices += std::string(with_indices.empty() ? "" : ", ") + std::string(d->name);
-    }
     throw InvalidArgument("the " + name + " aggregator sends no indices, so they cannot be compressed: use " +
-                          with_indices + ", or raw indices");
+                          aggregator_choices([](const AggregatorDescriptor& d) { return d.properties.sends_indices; }) +
+                          ", or raw indices");
   }
   return descriptor.make(options);
 }

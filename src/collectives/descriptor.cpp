@@ -9,6 +9,13 @@
 
 namespace sparsgd::collectives {
 
+std::vector<PropertyValue> property_values(const AggregatorProperties& p) {
+  return {{"sends_indices", p.sends_indices},       {"exact_sum_order", p.exact_sum_order},
+          {"needs_shared_indices", p.needs_shared_indices}, {"dense_result", p.dense_result},
+          {"delegates", p.delegates},               {"forwards_sets", p.forwards_sets},
+          {"auto_rank", p.auto_rank, false}};
+}
+
 double CostQuery::sparse_message_bytes(std::size_t mask_bits) const {
   const auto raw = static_cast<double>(wire::sparse_message_bytes(k, mask_bits));
   if (coding == wire::IndexCoding::raw) return raw;

@@ -9,7 +9,7 @@
 #include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/core/name_list.hpp"
+#include "sparsgd/core/descriptor_list.hpp"
 #include "sparsgd/transport/network_model.hpp"
 
 namespace sparsgd::collectives {

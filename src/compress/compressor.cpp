@@ -1,15 +1,12 @@
 #include "sparsgd/compress/compressor.hpp"
 
 #include "sparsgd/compress/descriptor.hpp"
+#include "sparsgd/core/descriptor_list.hpp"
 
 namespace sparsgd::compress {
 
 const std::vector<std::string>& compressor_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const CompressorDescriptor* d : compressor_descriptors()) all.emplace_back(d->name);
-    return all;
-  }();
+  static const std::vector<std::string> names = descriptor_names(compressor_descriptors());
   return names;
 }
 

@@ -4,7 +4,7 @@
 #include "sparsgd/compress/descriptor.hpp"
 
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/core/name_list.hpp"
+#include "sparsgd/core/descriptor_list.hpp"
 
 #define SPARSGD_COMPRESSORS(X) \
   X(topk)                      \
@@ -30,9 +30,7 @@ const std::vector<const CompressorDescriptor*>& compressor_descriptors() {
 }
 
 const CompressorDescriptor& find_compressor(std::string_view name) {
-  for (const CompressorDescriptor* d : compressor_descriptors()) {
-    if (d->name == name || (!d->alias.empty() && d->alias == name)) return *d;
-  }
+  if (const CompressorDescriptor* d = find_descriptor(compressor_descriptors(), name)) return *d;
   throw InvalidArgument("unknown compressor '" + std::string(name) + "' (expected " + compressor_choices() + ")");
 }
 
@@ -41,19 +39,14 @@ std::string compressor_choices() {
 }
 
 std::string compressor_choices(bool (*accept)(const CompressorDescriptor&)) {
-  std::vector<std::string_view> names;
-  for (const CompressorDescriptor* d : compressor_descriptors()) {
-    if (accept(*d)) names.push_back(d->name);
-  }
-  return name_list(names);
+  return descriptor_choices(compressor_descriptors(), accept);
 }
 
-std::string compressor_help() {
-  std::string help = "one of:";
-  for (const CompressorDescriptor* d : compressor_descriptors()) {
-    help += "\n  " + std::string(d->name) + ": " + std::string(d->summary);
-  }
-  return help;
+std::vector<std::pair<std::string_view, bool>> property_values(const CompressorProperties& p) {
+  return {{"exact_count", p.exact_count}, {"draws_indices", p.draws_indices}, {"scales_values", p.scales_values},
+          {"dense", p.dense}};
 }
+
+std::string compressor_help() { return descriptor_help(compressor_descriptors()); }
 
 }  // namespace sparsgd::compress

@@ -523,7 +523,7 @@ if [ -n "$tests_dir" ]; then
   run_gtests fault transport_tests 'LocalTransport.*Timeout*:LocalTransport.*Fail*:LocalTransport.Barrier*'
   run_gtests bad core_tests 'Wire.Rejects*:Wire.Dense*:CheckpointFile.Refuses*:CheckpointBytes.*:FaultPlan.Refuses*'
   with_torch && run_gtests bad torch_tests 'FashionMnistFiles.*'
-  with_torch && run_gtests fault torch_tests 'DistributedOptimizer.NonFinite*:DistributedOptimizer.SkipNonFinite*'
+  with_torch && run_gtests fault torch_tests 'MomentumSgd.NonFinite*:MomentumSgd.SkipNonFinite*'
 fi
 
 }

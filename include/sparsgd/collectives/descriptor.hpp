@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "sparsgd/collectives/aggregator.hpp"
@@ -41,6 +42,14 @@ struct AggregatorProperties {
   // the lower rank wins (0: not a candidate).
   int auto_rank = 0;
 };
+
+// A property by name, for the front ends that print or return them all (flags as 0 or 1).
+struct PropertyValue {
+  std::string_view name;
+  int value = 0;
+  bool flag = true;
+};
+std::vector<PropertyValue> property_values(const AggregatorProperties& properties);
 
 // One aggregation's cost under the alpha-beta model (alpha per message, beta per byte).
 struct CommCost {
@@ -111,6 +120,16 @@ struct AggregatorDescriptor {
   Footprint reference_memory;  // its serial reference, for all workers
   Footprint result_memory;     // one aggregation's result, kept for verification
 };
+
+// The factory of an aggregator class: constructed from the options where it takes them.
+template <class T>
+std::unique_ptr<Aggregator> construct(const AggregatorOptions& options) {
+  if constexpr (std::is_constructible_v<T, const AggregatorOptions&>) {
+    return std::make_unique<T>(options);
+  } else {
+    return std::make_unique<T>();
+  }
+}
 
 // Every aggregator, in the order help texts list them.
 const std::vector<const AggregatorDescriptor*>& aggregator_descriptors();

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sparsgd/compress/compressor.hpp"
@@ -29,6 +31,9 @@ struct CompressorProperties {
   bool dense = false;
 };
 
+// Its properties by name, for the front ends that print or return them all.
+std::vector<std::pair<std::string_view, bool>> property_values(const CompressorProperties& properties);
+
 struct CompressorDescriptor {
   std::string_view name;
   std::string_view summary;  // one line for help texts
@@ -36,6 +41,24 @@ struct CompressorDescriptor {
   // Validates the options it reads (CompressorConfig) and throws InvalidArgument naming them.
   std::unique_ptr<Compressor> (*make)(const CompressorConfig& config) = nullptr;
   std::string_view alias = {};  // another name it answers to ("dense" for none), never listed
+};
+
+// The factory of a compressor class: constructed from the configuration where it takes it.
+template <class T>
+std::unique_ptr<Compressor> construct(const CompressorConfig& config) {
+  if constexpr (std::is_constructible_v<T, const CompressorConfig&>) {
+    return std::make_unique<T>(config);
+  } else {
+    return std::make_unique<T>();
+  }
+}
+
+// The base of a compressor class that reports the name of its descriptor (Describe: the function
+// its file defines), so that the name is written once.
+template <const CompressorDescriptor& (*Describe)()>
+class DescribedCompressor : public Compressor {
+ public:
+  std::string name() const final { return std::string(Describe().name); }
 };
 
 // Every compressor, in the order help texts list them.

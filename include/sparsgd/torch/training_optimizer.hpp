@@ -1,7 +1,7 @@
 #pragma once
-// What `sparsgd train` steps: the momentum SGD of the gTop-k paper (DistributedOptimizer: momentum,
+// What `sparsgd train` steps: the momentum SGD of the gTop-k paper (MomentumSgd: momentum,
 // Nesterov, DGC's momentum correction) or a torch::optim optimizer (Adam, AdamW) stepping on the
-// gradients that the GradientSynchronizer averaged. One interface, so that the loop and its
+// gradients that the ModelGradientAverager averaged. One interface, so that the loop and its
 // checkpoints do not care which.
 
 #include <cstdint>
@@ -13,8 +13,8 @@
 
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/training/checkpoint.hpp"
-#include "sparsgd/torch/distributed_optimizer.hpp"
-#include "sparsgd/torch/flat_gradients.hpp"
+#include "sparsgd/torch/momentum_sgd.hpp"
+#include "sparsgd/torch/flat_parameters.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
 #include "sparsgd/transport/transport.hpp"
 

@@ -17,12 +17,10 @@ const AggregatorDescriptor& allgather_aggregator();
 
 namespace {
 
-class AllgatherBruck final : public Aggregator {
+class AllgatherBruck final : public DescribedAggregator<allgather_aggregator> {
  public:
   explicit AllgatherBruck(const AggregatorOptions& options)
       : coding_(options.index_coding), tag_(tag_block(allgather_aggregator())[0]) {}
-  std::string name() const override { return "allgather"; }
-  std::uint32_t wire_id() const override { return allgather_aggregator().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     gather_and_sum(t, local, k, out);
@@ -141,9 +139,7 @@ const AggregatorDescriptor& allgather_aggregator() {
       .summary = "every selection to every worker (Bruck), summed in rank order (Top-k S-SGD)",
       .properties = {.forwards_sets = true, .auto_rank = 3},
       .tag_count = 1,
-      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
-        return std::make_unique<AllgatherBruck>(options);
-      },
+      .make = construct<AllgatherBruck>,
       .reference = [](const std::vector<SparseVector>& selections, std::size_t) {
         return reference_sets::sum_in_rank_order(selections);
       },

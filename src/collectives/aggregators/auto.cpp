@@ -57,11 +57,9 @@ double fastest_timed_seconds(const std::vector<AutoTrial>& trials) {
   return fastest == trials.size() ? std::numeric_limits<double>::infinity() : trials[fastest].measured_seconds;
 }
 
-class AutoAggregator final : public Aggregator {
+class AutoAggregator final : public DescribedAggregator<auto_aggregator> {
  public:
   explicit AutoAggregator(const AggregatorOptions& options) : options_(options) { decision_.network = options.network; }
-  std::string name() const override { return "auto"; }
-  std::uint32_t wire_id() const override { return auto_aggregator().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     if (!decision_.network.known) decision_.network = measure_network(t);
@@ -398,9 +396,7 @@ const AggregatorDescriptor& auto_aggregator() {
                  "by a ping-pong) propose, timed trials of the plausible ones decide",
       .properties = {.sends_indices = true, .exact_sum_order = false, .delegates = true},
       .tag_count = 1,
-      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
-        return std::make_unique<AutoAggregator>(options);
-      },
+      .make = construct<AutoAggregator>,
       .reference = no_reference,
       .cost = cheapest_cost,
       .traffic = nullptr,

@@ -14,10 +14,8 @@ const AggregatorDescriptor& dense_aggregator();
 
 namespace {
 
-class DenseRing final : public Aggregator {
+class DenseRing final : public DescribedAggregator<dense_aggregator> {
  public:
-  std::string name() const override { return "dense"; }
-  std::uint32_t wire_id() const override { return dense_aggregator().wire_id; }
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     check_local_selection(local, k, local.dim, "dense");
     out.dense = true;
@@ -57,7 +55,7 @@ const AggregatorDescriptor& dense_aggregator() {
       .summary = "ring allreduce of all n values (dense S-SGD)",
       .properties = {.sends_indices = false, .exact_sum_order = false, .dense_result = true, .auto_rank = 4},
       .tag_count = 2,
-      .make = [](const AggregatorOptions&) -> std::unique_ptr<Aggregator> { return std::make_unique<DenseRing>(); },
+      .make = construct<DenseRing>,
       .reference = reference,
       .cost = [](const CostQuery& q) { return closed_form::ring_cost(q.n, q); },
       .traffic = [](int workers, int rank, std::size_t n, std::size_t) { return closed_form::ring_traffic(n, workers, rank); },

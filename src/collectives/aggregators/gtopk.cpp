@@ -27,12 +27,10 @@ namespace {
 constexpr int kReduceTag = 0;
 constexpr int kBroadcastTag = 1;
 
-class GtopkTree final : public Aggregator {
+class GtopkTree final : public DescribedAggregator<gtopk_aggregator> {
  public:
   explicit GtopkTree(const AggregatorOptions& options)
       : coding_(options.index_coding), tags_(tag_block(gtopk_aggregator())) {}
-  std::string name() const override { return "gtopk"; }
-  std::uint32_t wire_id() const override { return gtopk_aggregator().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     const std::size_t capacity = select::threshold_max_count(k);
@@ -161,9 +159,7 @@ const AggregatorDescriptor& gtopk_aggregator() {
       .summary = "global top-k by a binomial-tree reduce and broadcast (the gTop-k paper's scheme)",
       .properties = {},
       .tag_count = 2,
-      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
-        return std::make_unique<GtopkTree>(options);
-      },
+      .make = construct<GtopkTree>,
       .reference = reference,
       .cost = cost,
       .traffic = traffic,

@@ -31,12 +31,10 @@ constexpr int kFoldTag = 0;
 constexpr int kUnfoldTag = 1;
 constexpr int kRoundTag = 2;
 
-class GtopkRecursiveDoubling final : public Aggregator {
+class GtopkRecursiveDoubling final : public DescribedAggregator<gtopk_rd_aggregator> {
  public:
   explicit GtopkRecursiveDoubling(const AggregatorOptions& options)
       : coding_(options.index_coding), tags_(tag_block(gtopk_rd_aggregator())) {}
-  std::string name() const override { return "gtopk-rd"; }
-  std::uint32_t wire_id() const override { return gtopk_rd_aggregator().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     const std::size_t capacity = select::threshold_max_count(k);
@@ -302,9 +300,7 @@ const AggregatorDescriptor& gtopk_rd_aggregator() {
       .summary = "global top-k by recursive doubling, every rank merging (gTop-k, any P)",
       .properties = {.auto_rank = 1},
       .tag_count = 2 + kMaxRounds,
-      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
-        return std::make_unique<GtopkRecursiveDoubling>(options);
-      },
+      .make = construct<GtopkRecursiveDoubling>,
       .reference = reference,
       .cost = cost,
       .traffic = traffic,

@@ -107,12 +107,10 @@ std::pair<std::size_t, std::size_t> slice_of(std::span<const std::uint32_t> indi
   return {static_cast<std::size_t>(lo - indices.begin()), static_cast<std::size_t>(hi - indices.begin())};
 }
 
-class OkTopk final : public Aggregator {
+class OkTopk final : public DescribedAggregator<oktopk_aggregator> {
  public:
   explicit OkTopk(const AggregatorOptions& options)
       : coding_(options.index_coding), tags_(tag_block(oktopk_aggregator())) {}
-  std::string name() const override { return "oktopk"; }
-  std::uint32_t wire_id() const override { return oktopk_aggregator().wire_id; }
 
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     const std::size_t capacity = select::threshold_max_count(k);
@@ -544,9 +542,7 @@ const AggregatorDescriptor& oktopk_aggregator() {
       .summary = "exact global top-k of the sum: regions reduced by their owners, then gathered (Ok-Topk, any P)",
       .properties = {.auto_rank = 2},
       .tag_count = kTagCount,
-      .make = [](const AggregatorOptions& options) -> std::unique_ptr<Aggregator> {
-        return std::make_unique<OkTopk>(options);
-      },
+      .make = construct<OkTopk>,
       .reference = reference,
       .cost = cost,
       .traffic = nullptr,

@@ -20,10 +20,8 @@ std::uint32_t index_checksum(const std::vector<std::uint32_t>& indices) {
   return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 
-class RandkShared final : public Aggregator {
+class RandkShared final : public DescribedAggregator<randk_shared_aggregator> {
  public:
-  std::string name() const override { return "randk-shared"; }
-  std::uint32_t wire_id() const override { return randk_shared_aggregator().wire_id; }
   void aggregate(transport::Transport& t, const SparseVector& local, std::size_t k, Aggregation& out) override {
     check_local_selection(local, k, local.dim, "randk-shared");
     out.dense = false;
@@ -53,7 +51,7 @@ const AggregatorDescriptor& randk_shared_aggregator() {
       .summary = "ring allreduce of the k values of indices every worker drew with one seed",
       .properties = {.sends_indices = false, .exact_sum_order = false, .needs_shared_indices = true},
       .tag_count = 2,
-      .make = [](const AggregatorOptions&) -> std::unique_ptr<Aggregator> { return std::make_unique<RandkShared>(); },
+      .make = construct<RandkShared>,
       .reference = reference,
       .cost = [](const CostQuery& q) { return closed_form::ring_cost(q.k, q); },
       .traffic = [](int workers, int rank, std::size_t, std::size_t k) { return closed_form::ring_traffic(k, workers, rank); },

@@ -6,7 +6,7 @@
 #include "sparsgd/collectives/auto_select.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/core/name_list.hpp"
+#include "sparsgd/core/descriptor_list.hpp"
 
 #define SPARSGD_AGGREGATORS(X) \
   X(dense)                     \
@@ -31,9 +31,7 @@ const std::vector<const AggregatorDescriptor*>& aggregator_descriptors() {
 }
 
 const AggregatorDescriptor& find_aggregator(std::string_view name) {
-  for (const AggregatorDescriptor* d : aggregator_descriptors()) {
-    if (d->name == name) return *d;
-  }
+  if (const AggregatorDescriptor* d = find_descriptor(aggregator_descriptors(), name)) return *d;
   throw InvalidArgument("unknown aggregator '" + std::string(name) + "' (expected " + aggregator_choices() + ")");
 }
 
@@ -42,18 +40,19 @@ std::string aggregator_choices() {
 }
 
 std::string aggregator_choices(bool (*accept)(const AggregatorDescriptor&)) {
-  std::vector<std::string_view> names;
-  for (const AggregatorDescriptor* d : aggregator_descriptors()) {
-    if (accept(*d)) names.push_back(d->name);
-  }
-  return name_list(names);
+  return descriptor_choices(aggregator_descriptors(), accept);
 }
 
+// auto's line also names its candidates.
 std::string aggregator_help() {
-  std::string help = "one of:";
+  std::string help = descriptor_help(aggregator_descriptors());
   for (const AggregatorDescriptor* d : aggregator_descriptors()) {
-    help += "\n  " + std::string(d->name) + ": " + std::string(d->summary);
-    if (d->properties.delegates) help += " (candidates: " + name_list(auto_candidates(), " and ") + ")";
+    if (!d->properties.delegates) continue;
+    const std::string line = "\n  " + std::string(d->name) + ": " + std::string(d->summary);
+    const std::size_t at = help.find(line);
+    if (at != std::string::npos) {
+      help.insert(at + line.size(), " (candidates: " + name_list(auto_candidates(), " and ") + ")");
+    }
   }
   return help;
 }

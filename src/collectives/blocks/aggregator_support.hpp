@@ -11,6 +11,15 @@
 
 namespace sparsgd::collectives {
 
+// The name and wire id an aggregator reports, read from its descriptor (Describe: the function its
+// file defines), so that both are written once.
+template <const AggregatorDescriptor& (*Describe)()>
+class DescribedAggregator : public Aggregator {
+ public:
+  std::string name() const final { return std::string(Describe().name); }
+  std::uint32_t wire_id() const final { return Describe().wire_id; }
+};
+
 // Checks the local selection against (n, k) before anything is sent.
 void check_local_selection(const SparseVector& local, std::size_t k, std::size_t max_count, const char* who);
 

@@ -8,11 +8,13 @@
 #include "sparsgd/select/magnitude.hpp"
 
 namespace sparsgd::compress {
+
+const CompressorDescriptor& none_compressor();
+
 namespace {
 
-class DenseCompressor final : public Compressor {
+class DenseCompressor final : public DescribedCompressor<none_compressor> {
  public:
-  std::string name() const override { return "none"; }
   bool dense() const override { return true; }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext&, SparseVector& out) override {
     validate_k(acc.size(), k);
@@ -27,13 +29,9 @@ class DenseCompressor final : public Compressor {
 }  // namespace
 
 const CompressorDescriptor& none_compressor() {
-  static const CompressorDescriptor descriptor{
-      .name = "none",
-      .summary = "all n entries (dense S-SGD; with --aggregator dense)",
-      .properties = {.dense = true},
-      .make = [](const CompressorConfig&) -> std::unique_ptr<Compressor> { return std::make_unique<DenseCompressor>(); },
-      .alias = "dense",
-  };
+  static const CompressorDescriptor descriptor{.name = "none", .summary = "all n entries (dense S-SGD; with --aggregator dense)",
+                                               .properties = {.dense = true}, .make = construct<DenseCompressor>,
+                                               .alias = "dense"};
   return descriptor;
 }
 

@@ -8,20 +8,24 @@
 #include "sparsgd/select/randk.hpp"
 
 namespace sparsgd::compress {
+
+const CompressorDescriptor& randk_compressor();
+const CompressorDescriptor& randk_unbiased_compressor();
+
 namespace {
 
 // Stream tags keep the random draws of different purposes independent for the same seed.
 constexpr std::uint64_t kRandkStream = 0x72616e646bULL;
 
-class RandkCompressor final : public Compressor {
+template <const CompressorDescriptor& (*Describe)(), bool kUnbiased>
+class RandkCompressor final : public DescribedCompressor<Describe> {
  public:
-  RandkCompressor(std::uint64_t seed, bool shared, bool unbiased) : seed_(seed), shared_(shared), unbiased_(unbiased) {}
-  std::string name() const override { return unbiased_ ? "randk-unbiased" : "randk"; }
+  explicit RandkCompressor(const CompressorConfig& config) : seed_(config.seed), shared_(config.shared_seed) {}
   bool shared_indices() const override { return shared_; }
   double value_scale(std::size_t n, std::size_t k) const override {
-    return unbiased_ ? static_cast<double>(n) / static_cast<double>(k) : 1.0;
+    return kUnbiased ? static_cast<double>(n) / static_cast<double>(k) : 1.0;
   }
-  bool scales_values() const override { return unbiased_; }
+  bool scales_values() const override { return kUnbiased; }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                 SparseVector& out) override {
     validate_k(acc.size(), k);
@@ -39,7 +43,6 @@ class RandkCompressor final : public Compressor {
  private:
   std::uint64_t seed_;
   bool shared_;
-  bool unbiased_;
   std::vector<std::uint64_t> bitmap_;
 };
 
@@ -47,26 +50,17 @@ class RandkCompressor final : public Compressor {
 
 const CompressorDescriptor& randk_compressor() {
   static const CompressorDescriptor descriptor{
-      .name = "randk",
-      .summary = "k uniformly random indices drawn from (seed, iteration, rank); the same on every worker with a "
-                 "shared seed",
-      .properties = {.draws_indices = true},
-      .make = [](const CompressorConfig& config) -> std::unique_ptr<Compressor> {
-        return std::make_unique<RandkCompressor>(config.seed, config.shared_seed, false);
-      },
-  };
+      .name = "randk", .summary = "k uniformly random indices drawn from (seed, iteration, rank); the same on every "
+                                  "worker with a shared seed",
+      .properties = {.draws_indices = true}, .make = construct<RandkCompressor<randk_compressor, false>>};
   return descriptor;
 }
 
 const CompressorDescriptor& randk_unbiased_compressor() {
   static const CompressorDescriptor descriptor{
-      .name = "randk-unbiased",
-      .summary = "randk's indices, values times n/k (unbiased; needs error feedback off)",
+      .name = "randk-unbiased", .summary = "randk's indices, values times n/k (unbiased; needs error feedback off)",
       .properties = {.draws_indices = true, .scales_values = true},
-      .make = [](const CompressorConfig& config) -> std::unique_ptr<Compressor> {
-        return std::make_unique<RandkCompressor>(config.seed, config.shared_seed, true);
-      },
-  };
+      .make = construct<RandkCompressor<randk_unbiased_compressor, true>>};
   return descriptor;
 }
 

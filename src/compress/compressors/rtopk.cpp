@@ -6,15 +6,19 @@
 #include "sparsgd/select/rtopk.hpp"
 
 namespace sparsgd::compress {
+
+const CompressorDescriptor& rtopk_compressor();
+
 namespace {
 
 // Stream tags keep the random draws of different purposes independent for the same seed.
 constexpr std::uint64_t kRtopkStream = 0x72746f706bULL;
 
-class RtopkCompressor final : public Compressor {
+class RtopkCompressor final : public DescribedCompressor<rtopk_compressor> {
  public:
-  RtopkCompressor(double r_factor, std::uint64_t seed) : r_factor_(r_factor), seed_(seed) {}
-  std::string name() const override { return "rtopk"; }
+  explicit RtopkCompressor(const CompressorConfig& config) : r_factor_(config.r_factor), seed_(config.seed) {
+    select::rtopk_r(1, 1, r_factor_);  // validates r_factor up front
+  }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                 SparseVector& out) override {
     const std::uint64_t seed =
@@ -32,14 +36,8 @@ class RtopkCompressor final : public Compressor {
 
 const CompressorDescriptor& rtopk_compressor() {
   static const CompressorDescriptor descriptor{
-      .name = "rtopk",
-      .summary = "the top r = ceil(r_factor * k) by magnitude, then a uniformly random k of them (rTop-k)",
-      .properties = {},
-      .make = [](const CompressorConfig& config) -> std::unique_ptr<Compressor> {
-        select::rtopk_r(1, 1, config.r_factor);  // validates r_factor up front
-        return std::make_unique<RtopkCompressor>(config.r_factor, config.seed);
-      },
-  };
+      .name = "rtopk", .summary = "the top r = ceil(r_factor * k) by magnitude, then a uniformly random k of them (rTop-k)",
+      .properties = {}, .make = construct<RtopkCompressor>};
   return descriptor;
 }
 

@@ -5,20 +5,23 @@
 #include "sparsgd/select/threshold.hpp"
 
 namespace sparsgd::compress {
+
+const CompressorDescriptor& gaussiank_compressor();
+const CompressorDescriptor& dgc_compressor();
+
 namespace {
 
-class ThresholdCompressor final : public Compressor {
+constexpr select::ThresholdEstimator kGaussian = select::ThresholdEstimator::gaussian;
+constexpr select::ThresholdEstimator kSampled = select::ThresholdEstimator::sampled;
+
+template <const CompressorDescriptor& (*Describe)(), select::ThresholdEstimator estimator>
+class ThresholdCompressor final : public DescribedCompressor<Describe> {
  public:
-  ThresholdCompressor(std::string name, select::ThresholdEstimator estimator)
-      : name_(std::move(name)), estimator_(estimator) {}
-  std::string name() const override { return name_; }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext&, SparseVector& out) override {
-    select::threshold_select(acc, k, estimator_, out, workspace_);
+    select::threshold_select(acc, k, estimator, out, workspace_);
   }
 
  private:
-  std::string name_;
-  select::ThresholdEstimator estimator_;
   select::ThresholdWorkspace workspace_;
 };
 
@@ -26,25 +29,15 @@ class ThresholdCompressor final : public Compressor {
 
 const CompressorDescriptor& gaussiank_compressor() {
   static const CompressorDescriptor descriptor{
-      .name = "gaussiank",
-      .summary = "one filter pass at the Gaussian inverse CDF of 1 - density from the mean and std (about k)",
-      .properties = {.exact_count = false},
-      .make = [](const CompressorConfig&) -> std::unique_ptr<Compressor> {
-        return std::make_unique<ThresholdCompressor>("gaussiank", select::ThresholdEstimator::gaussian);
-      },
-  };
+      .name = "gaussiank", .summary = "one filter pass at the Gaussian inverse CDF of 1 - density from the mean and std (about k)",
+      .properties = {.exact_count = false}, .make = construct<ThresholdCompressor<gaussiank_compressor, kGaussian>>};
   return descriptor;
 }
 
 const CompressorDescriptor& dgc_compressor() {
   static const CompressorDescriptor descriptor{
-      .name = "dgc",
-      .summary = "one filter pass at the top-k threshold of a strided sample (DGC; about k)",
-      .properties = {.exact_count = false},
-      .make = [](const CompressorConfig&) -> std::unique_ptr<Compressor> {
-        return std::make_unique<ThresholdCompressor>("dgc", select::ThresholdEstimator::sampled);
-      },
-  };
+      .name = "dgc", .summary = "one filter pass at the top-k threshold of a strided sample (DGC; about k)",
+      .properties = {.exact_count = false}, .make = construct<ThresholdCompressor<dgc_compressor, kSampled>>};
   return descriptor;
 }
 

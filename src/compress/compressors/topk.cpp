@@ -4,11 +4,13 @@
 #include "sparsgd/select/topk.hpp"
 
 namespace sparsgd::compress {
+
+const CompressorDescriptor& topk_compressor();
+
 namespace {
 
-class TopkCompressor final : public Compressor {
+class TopkCompressor final : public DescribedCompressor<topk_compressor> {
  public:
-  std::string name() const override { return "topk"; }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext&, SparseVector& out) override {
     select::topk(acc, k, out, workspace_);
   }
@@ -20,12 +22,8 @@ class TopkCompressor final : public Compressor {
 }  // namespace
 
 const CompressorDescriptor& topk_compressor() {
-  static const CompressorDescriptor descriptor{
-      .name = "topk",
-      .summary = "the exactly k largest |acc|, ties to the lower index",
-      .properties = {},
-      .make = [](const CompressorConfig&) -> std::unique_ptr<Compressor> { return std::make_unique<TopkCompressor>(); },
-  };
+  static const CompressorDescriptor descriptor{.name = "topk", .summary = "the exactly k largest |acc|, ties to the lower index",
+                                               .properties = {}, .make = construct<TopkCompressor>};
   return descriptor;
 }
 

@@ -12,16 +12,20 @@
 #include "sparsgd/select/topk.hpp"
 
 namespace sparsgd::compress {
+
+const CompressorDescriptor& topk_reuse_compressor();
+
 namespace {
 
 // Where the filter pass misses the threshold compressors' count guarantee ([ceil(0.8k),
 // floor(1.25k)]: the accumulator's scale moved), the exact top-k runs instead and sets a new
 // threshold. The period counts iterations (CompressContext::iteration), so all workers recompute
 // in the same ones; a fresh compressor (a resumed run) starts with an exact one.
-class ReusedThresholdCompressor final : public Compressor {
+class ReusedThresholdCompressor final : public DescribedCompressor<topk_reuse_compressor> {
  public:
-  explicit ReusedThresholdCompressor(std::uint64_t period) : period_(period) {}
-  std::string name() const override { return "topk-reuse"; }
+  explicit ReusedThresholdCompressor(const CompressorConfig& config) : period_(config.threshold_period) {
+    if (period_ == 0) throw InvalidArgument("the threshold period of topk-reuse must be at least 1");
+  }
   void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                 SparseVector& out) override {
     validate_k(acc.size(), k);
@@ -60,16 +64,12 @@ class ReusedThresholdCompressor final : public Compressor {
 }  // namespace
 
 const CompressorDescriptor& topk_reuse_compressor() {
-  static const CompressorDescriptor descriptor{
-      .name = "topk-reuse",
-      .summary = "Ok-Topk's: the exact top-k every --threshold-period iterations, one filter pass against its "
-                 "k-th magnitude between (about k)",
-      .properties = {.exact_count = false},
-      .make = [](const CompressorConfig& config) -> std::unique_ptr<Compressor> {
-        if (config.threshold_period == 0) throw InvalidArgument("the threshold period of topk-reuse must be at least 1");
-        return std::make_unique<ReusedThresholdCompressor>(config.threshold_period);
-      },
-  };
+  static const CompressorDescriptor descriptor{.name = "topk-reuse",
+                                               .summary = "Ok-Topk's: the exact top-k every --threshold-period "
+                                                          "iterations, one filter pass against its k-th magnitude "
+                                                          "between (about k)",
+                                               .properties = {.exact_count = false},
+                                               .make = construct<ReusedThresholdCompressor>};
   return descriptor;
 }
 

@@ -8,7 +8,7 @@
 
 #include "run_state.hpp"
 #include "sparsgd/training/checkpoint.hpp"
-#include "sparsgd/torch/flat_gradients.hpp"
+#include "sparsgd/torch/flat_parameters.hpp"
 #include "sparsgd/torch/task.hpp"
 #include "sparsgd/torch/training_optimizer.hpp"
 

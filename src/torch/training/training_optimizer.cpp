@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/torch/gradient_synchronizer.hpp"
+#include "sparsgd/torch/model_gradient_averager.hpp"
 
 namespace sparsgd::torch_layer {
 namespace {
@@ -27,10 +27,11 @@ std::vector<std::vector<float>> load_residuals(const Checkpoint& checkpoint) {
   return residuals;
 }
 
-class MomentumSgd final : public TrainingOptimizer {
+// --optimizer sgd: the MomentumSgd, with its velocities and residuals in the checkpoint.
+class SgdTrainingOptimizer final : public TrainingOptimizer {
  public:
-  MomentumSgd(transport::Transport& transport, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
-              const collectives::ExchangeConfig& exchange, const SgdConfig& sgd)
+  SgdTrainingOptimizer(transport::Transport& transport, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
+                       const collectives::ExchangeConfig& exchange, const SgdConfig& sgd)
       : optimizer_(transport, std::move(parameters), std::move(names), exchange, sgd) {}
   StepStats step(std::uint64_t iteration, double lr) override { return optimizer_.step(iteration, lr); }
   void set_density(double density) override { optimizer_.set_density(density); }
@@ -50,7 +51,7 @@ class MomentumSgd final : public TrainingOptimizer {
   }
 
  private:
-  DistributedOptimizer optimizer_;
+  MomentumSgd optimizer_;
 };
 
 // Adam or AdamW (their per-parameter states have the same fields) on synchronized gradients.
@@ -117,10 +118,10 @@ class TorchOptimizer final : public TrainingOptimizer {
   }
 
  private:
-  static SynchronizerConfig config(const collectives::ExchangeConfig& exchange, const SgdConfig& sgd) {
+  static ModelAveragerConfig config(const collectives::ExchangeConfig& exchange, const SgdConfig& sgd) {
     SPARSGD_ENFORCE(sgd.momentum_correction == false && sgd.nesterov == false,
                     "momentum correction and Nesterov momentum belong to --optimizer sgd");
-    SynchronizerConfig c;
+    ModelAveragerConfig c;
     c.exchange = exchange;
     c.per_layer = sgd.per_layer;
     c.skip_nonfinite = sgd.skip_nonfinite;
@@ -149,7 +150,7 @@ class TorchOptimizer final : public TrainingOptimizer {
   }
 
   std::vector<torch::Tensor> parameters_;
-  GradientSynchronizer sync_;
+  ModelGradientAverager sync_;
   Optimizer optimizer_;
 };
 
@@ -165,7 +166,7 @@ std::unique_ptr<TrainingOptimizer> make_training_optimizer(const std::string& na
                                                            std::vector<std::string> names,
                                                            const collectives::ExchangeConfig& exchange,
                                                            const SgdConfig& sgd) {
-  if (name == "sgd") return std::make_unique<MomentumSgd>(transport, std::move(parameters), std::move(names), exchange, sgd);
+  if (name == "sgd") return std::make_unique<SgdTrainingOptimizer>(transport, std::move(parameters), std::move(names), exchange, sgd);
   if (name == "adam") {
     return std::make_unique<TorchOptimizer<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>>(
         transport, std::move(parameters), std::move(names), exchange, sgd);

@@ -1,4 +1,4 @@
-#include "sparsgd/torch/flat_gradients.hpp"
+#include "sparsgd/torch/flat_parameters.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

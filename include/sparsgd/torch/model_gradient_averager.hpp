@@ -13,13 +13,13 @@
 #include <torch/types.h>
 
 #include "sparsgd/collectives/gradient_exchange.hpp"
-#include "sparsgd/torch/flat_gradients.hpp"
+#include "sparsgd/torch/flat_parameters.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
 #include "sparsgd/transport/transport.hpp"
 
 namespace sparsgd::torch_layer {
 
-struct SynchronizerConfig {
+struct ModelAveragerConfig {
   collectives::ExchangeConfig exchange;
   // One exchange per parameter tensor (k per tensor) instead of one over the whole model.
   bool per_layer = false;
@@ -29,11 +29,11 @@ struct SynchronizerConfig {
   bool skip_nonfinite = false;
 };
 
-class GradientSynchronizer {
+class ModelGradientAverager {
  public:
   // `parameters`: float32 CPU tensors (module.parameters()), named by `names` in errors.
-  GradientSynchronizer(transport::Transport& transport, std::vector<torch::Tensor> parameters,
-                       std::vector<std::string> names, const SynchronizerConfig& config);
+  ModelGradientAverager(transport::Transport& transport, std::vector<torch::Tensor> parameters,
+                       std::vector<std::string> names, const ModelAveragerConfig& config);
 
   // Collective: every worker calls it after backward. Overwrites every parameter's .grad with the
   // average (a parameter with no gradient takes part with zeros and gets one). A skipped step

@@ -3,7 +3,7 @@
 // the gradients (or, with momentum correction, each worker's own velocity) into one buffer, has
 // them averaged over the workers with error feedback, and steps SGD (momentum, Nesterov, weight
 // decay) on identical parameters everywhere. Any other torch::optim optimizer steps on the
-// GradientSynchronizer instead (gradient_synchronizer.hpp).
+// ModelGradientAverager instead (model_gradient_averager.hpp).
 
 #include <cstdint>
 #include <memory>
@@ -13,7 +13,7 @@
 #include <torch/types.h>
 
 #include "sparsgd/collectives/gradient_exchange.hpp"
-#include "sparsgd/torch/flat_gradients.hpp"
+#include "sparsgd/torch/flat_parameters.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
 #include "sparsgd/transport/transport.hpp"
 
@@ -36,10 +36,10 @@ struct SgdConfig {
   bool skip_nonfinite = false;
 };
 
-class DistributedOptimizer {
+class MomentumSgd {
  public:
   // `names` label the parameters in error messages (same order as `parameters`).
-  DistributedOptimizer(transport::Transport& transport, std::vector<torch::Tensor> parameters,
+  MomentumSgd(transport::Transport& transport, std::vector<torch::Tensor> parameters,
                        std::vector<std::string> names, const collectives::ExchangeConfig& exchange,
                        const SgdConfig& sgd);
 

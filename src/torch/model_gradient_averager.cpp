@@ -1,11 +1,11 @@
-#include "sparsgd/torch/gradient_synchronizer.hpp"
+#include "sparsgd/torch/model_gradient_averager.hpp"
 
 #include "sparsgd/collectives/small_collectives.hpp"
 
 namespace sparsgd::torch_layer {
 
-GradientSynchronizer::GradientSynchronizer(transport::Transport& transport, std::vector<torch::Tensor> parameters,
-                                           std::vector<std::string> names, const SynchronizerConfig& config)
+ModelGradientAverager::ModelGradientAverager(transport::Transport& transport, std::vector<torch::Tensor> parameters,
+                                           std::vector<std::string> names, const ModelAveragerConfig& config)
     : transport_(transport),
       flat_(std::move(parameters)),
       averager_(transport, flat_.layer_ranges(), std::move(names), config.exchange, config.per_layer,
@@ -13,7 +13,7 @@ GradientSynchronizer::GradientSynchronizer(transport::Transport& transport, std:
       gradient_(flat_.size()),
       average_(flat_.size()) {}
 
-StepStats GradientSynchronizer::synchronize(std::uint64_t iteration) {
+StepStats ModelGradientAverager::synchronize(std::uint64_t iteration) {
   flat_.gather_gradients(gradient_);
   if (StepStats skipped = averager_.check_finite(gradient_, iteration); skipped.skipped) return skipped;
   const StepStats stats = averager_.average(gradient_, average_, iteration);
@@ -21,7 +21,7 @@ StepStats GradientSynchronizer::synchronize(std::uint64_t iteration) {
   return stats;
 }
 
-void GradientSynchronizer::broadcast_parameters() {
+void ModelGradientAverager::broadcast_parameters() {
   std::vector<float> values(flat_.size());
   flat_.gather_values(values);
   collectives::broadcast(transport_, values, 0);

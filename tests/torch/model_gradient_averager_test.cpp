@@ -14,14 +14,14 @@
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/synthetic.hpp"
-#include "sparsgd/torch/gradient_synchronizer.hpp"
+#include "sparsgd/torch/model_gradient_averager.hpp"
 #include "sparsgd/transport/local.hpp"
 
 namespace sparsgd::torch_layer {
 namespace {
 
-SynchronizerConfig config(const std::string& compressor, const std::string& aggregator, double density) {
-  SynchronizerConfig c;
+ModelAveragerConfig config(const std::string& compressor, const std::string& aggregator, double density) {
+  ModelAveragerConfig c;
   c.exchange.compressor.name = compressor;
   c.exchange.aggregator = aggregator;
   c.exchange.density = density;
@@ -45,7 +45,7 @@ void run_case(int workers, const std::string& compressor, const std::string& agg
   std::vector<std::vector<Observed>> seen(steps, std::vector<Observed>(static_cast<std::size_t>(workers)));
   transport::run_local_workers(workers, [&](transport::Transport& t) {
     auto a = torch::zeros({37}).requires_grad_(true), b = torch::zeros({10, 30}).requires_grad_(true);
-    GradientSynchronizer sync(t, {a, b}, {"a", "b"}, config(compressor, aggregator, density));
+    ModelGradientAverager sync(t, {a, b}, {"a", "b"}, config(compressor, aggregator, density));
     ASSERT_EQ(sync.size(), n);
     std::vector<float> gradient(n);
     for (int s = 0; s < steps; ++s) {
@@ -93,7 +93,7 @@ void run_case(int workers, const std::string& compressor, const std::string& agg
   }
 }
 
-TEST(GradientSynchronizer, AverageMatchesReferenceAndConservesMass) {
+TEST(ModelGradientAverager, AverageMatchesReferenceAndConservesMass) {
   for (const int workers : {1, 2, 3, 4, 5, 7, 8}) {
     for (const char* aggregator : {"allgather", "gtopk", "gtopk-rd"}) {
       SCOPED_TRACE(std::string(aggregator) + " P=" + std::to_string(workers));
@@ -108,13 +108,13 @@ TEST(GradientSynchronizer, AverageMatchesReferenceAndConservesMass) {
   }
 }
 
-TEST(GradientSynchronizer, PerLayerExchangesEachParameterAndFillsMissingGradients) {
+TEST(ModelGradientAverager, PerLayerExchangesEachParameterAndFillsMissingGradients) {
   transport::run_local_workers(3, [](transport::Transport& t) {
     auto a = torch::zeros({50}).requires_grad_(true), unused = torch::zeros({7}).requires_grad_(true);
     auto c = torch::zeros({200}).requires_grad_(true);
     auto cfg = config("topk", "gtopk-rd", 0.1);
     cfg.per_layer = true;
-    GradientSynchronizer sync(t, {a, unused, c}, {"a", "unused", "c"}, cfg);
+    ModelGradientAverager sync(t, {a, unused, c}, {"a", "unused", "c"}, cfg);
     EXPECT_EQ(sync.averager().exchange_count(), 3u);
     a.mutable_grad() = torch::full({50}, 1.0f + static_cast<float>(t.rank()));
     c.mutable_grad() = torch::arange(200, torch::kFloat32);
@@ -129,11 +129,11 @@ TEST(GradientSynchronizer, PerLayerExchangesEachParameterAndFillsMissingGradient
   });
 }
 
-TEST(GradientSynchronizer, NonFiniteGradientStopsOrSkipsOnEveryWorker) {
+TEST(ModelGradientAverager, NonFiniteGradientStopsOrSkipsOnEveryWorker) {
   try {
     transport::run_local_workers(2, [](transport::Transport& t) {
       auto p = torch::zeros({10}).requires_grad_(true);
-      GradientSynchronizer sync(t, {p}, {"fc.weight"}, config("topk", "gtopk-rd", 0.2));
+      ModelGradientAverager sync(t, {p}, {"fc.weight"}, config("topk", "gtopk-rd", 0.2));
       p.mutable_grad() = torch::ones({10});
       if (t.rank() == 1) p.mutable_grad()[3] = std::nanf("");
       sync.synchronize(4);
@@ -147,7 +147,7 @@ TEST(GradientSynchronizer, NonFiniteGradientStopsOrSkipsOnEveryWorker) {
     auto p = torch::zeros({10}).requires_grad_(true);
     auto cfg = config("topk", "gtopk-rd", 0.2);
     cfg.skip_nonfinite = true;
-    GradientSynchronizer sync(t, {p}, {"w"}, cfg);
+    ModelGradientAverager sync(t, {p}, {"w"}, cfg);
     p.mutable_grad() = torch::ones({10});
     if (t.rank() == 2) p.mutable_grad()[0] = INFINITY;
     const StepStats stats = sync.synchronize(0);
@@ -158,7 +158,7 @@ TEST(GradientSynchronizer, NonFiniteGradientStopsOrSkipsOnEveryWorker) {
 }
 
 // Any torch::optim optimizer steps on the synchronized gradient, and the workers stay identical.
-TEST(GradientSynchronizer, AdamAndAdamWStepIdenticallyOnEveryWorker) {
+TEST(ModelGradientAverager, AdamAndAdamWStepIdenticallyOnEveryWorker) {
   for (const bool decoupled : {false, true}) {
     std::vector<std::vector<float>> finals(4);
     std::vector<float> first_loss(4), last_loss(4);
@@ -167,7 +167,7 @@ TEST(GradientSynchronizer, AdamAndAdamWStepIdenticallyOnEveryWorker) {
       torch::nn::Linear model(8, 1);
       std::vector<std::string> names;
       for (const auto& p : model->named_parameters()) names.push_back(p.key());
-      GradientSynchronizer sync(t, model->parameters(), names, config("topk", "gtopk-rd", 0.5));
+      ModelGradientAverager sync(t, model->parameters(), names, config("topk", "gtopk-rd", 0.5));
       sync.broadcast_parameters();
       std::unique_ptr<torch::optim::Optimizer> opt;
       if (decoupled) {

@@ -1,4 +1,4 @@
-#include "sparsgd/torch/distributed_optimizer.hpp"
+#include "sparsgd/torch/momentum_sgd.hpp"
 
 #include <cmath>
 
@@ -18,7 +18,7 @@ const SgdConfig& validated(const SgdConfig& sgd) {
 
 }  // namespace
 
-DistributedOptimizer::DistributedOptimizer(transport::Transport& transport, std::vector<torch::Tensor> parameters,
+MomentumSgd::MomentumSgd(transport::Transport& transport, std::vector<torch::Tensor> parameters,
                                            std::vector<std::string> names, const collectives::ExchangeConfig& exchange,
                                            const SgdConfig& sgd)
     : transport_(transport),
@@ -33,13 +33,13 @@ DistributedOptimizer::DistributedOptimizer(transport::Transport& transport, std:
   average_.resize(n);
 }
 
-void DistributedOptimizer::broadcast_parameters() {
+void MomentumSgd::broadcast_parameters() {
   flat_.gather_values(parameters_);
   collectives::broadcast(transport_, parameters_, 0);
   flat_.scatter_values(parameters_);
 }
 
-StepStats DistributedOptimizer::step(std::uint64_t iteration, double lr) {
+StepStats MomentumSgd::step(std::uint64_t iteration, double lr) {
   SPARSGD_ENFORCE(std::isfinite(lr) && lr >= 0.0, "learning rate must be a finite number >= 0, got " << lr);
   flat_.gather_gradients(gradient_);
   if (StepStats skipped = averager_.check_finite(gradient_, iteration); skipped.skipped) return skipped;

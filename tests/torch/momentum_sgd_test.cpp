@@ -13,7 +13,7 @@
 #include <set>
 
 #include "sparsgd/core/error.hpp"
-#include "sparsgd/torch/distributed_optimizer.hpp"
+#include "sparsgd/torch/momentum_sgd.hpp"
 #include "sparsgd/torch/sharding.hpp"
 #include "sparsgd/transport/local.hpp"
 
@@ -30,13 +30,13 @@ collectives::ExchangeConfig exchange(const std::string& compressor, const std::s
 
 // Two workers, one parameter vector [1, 2, 3, 4]; worker w's gradient at step s is
 // (w + 1) * (s + 1) * [1, -2, 0.5, 4]. Dense: the average is 1.5 (s + 1) g.
-TEST(DistributedOptimizer, DenseMatchesHandComputedMomentumSgdWithWeightDecay) {
+TEST(MomentumSgd, DenseMatchesHandComputedMomentumSgdWithWeightDecay) {
   const float g[4] = {1.0f, -2.0f, 0.5f, 4.0f};
   const double lr = 0.1, mu = 0.9, wd = 0.01;
   std::vector<std::vector<float>> final_values(2);
   transport::run_local_workers(2, [&](transport::Transport& t) {
     auto p = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).requires_grad_(true);
-    DistributedOptimizer opt(t, {p}, {"w"}, exchange("none", "dense", 1.0), SgdConfig{mu, false, wd, false, false});
+    MomentumSgd opt(t, {p}, {"w"}, exchange("none", "dense", 1.0), SgdConfig{mu, false, wd, false, false});
     for (int s = 0; s < 3; ++s) {
       p.mutable_grad() = torch::tensor({g[0], g[1], g[2], g[3]}) * static_cast<float>((t.rank() + 1) * (s + 1));
       opt.step(static_cast<std::uint64_t>(s), lr);
@@ -59,10 +59,10 @@ TEST(DistributedOptimizer, DenseMatchesHandComputedMomentumSgdWithWeightDecay) {
 }
 
 // One worker, top-1 of 4 with error feedback and no momentum: the residual carries the rest.
-TEST(DistributedOptimizer, TopkWithErrorFeedbackMatchesHandComputation) {
+TEST(MomentumSgd, TopkWithErrorFeedbackMatchesHandComputation) {
   transport::run_local_workers(1, [&](transport::Transport& t) {
     auto p = torch::zeros({4}).requires_grad_(true);
-    DistributedOptimizer opt(t, {p}, {"w"}, exchange("topk", "gtopk", 0.25), SgdConfig{0.0, false, 0.0, false, false});
+    MomentumSgd opt(t, {p}, {"w"}, exchange("topk", "gtopk", 0.25), SgdConfig{0.0, false, 0.0, false, false});
     // Step 0: g = [1, -3, 2, 0.5]: sends index 1 (-3); residual [1, 0, 2, 0.5].
     p.mutable_grad() = torch::tensor({1.0f, -3.0f, 2.0f, 0.5f});
     opt.step(0, 1.0);
@@ -75,10 +75,10 @@ TEST(DistributedOptimizer, TopkWithErrorFeedbackMatchesHandComputation) {
   });
 }
 
-TEST(DistributedOptimizer, NesterovAndMomentumCorrectionRun) {
+TEST(MomentumSgd, NesterovAndMomentumCorrectionRun) {
   transport::run_local_workers(2, [&](transport::Transport& t) {
     auto p = torch::ones({8}).requires_grad_(true);
-    DistributedOptimizer nesterov(t, {p}, {"w"}, exchange("topk", "gtopk-rd", 0.25), SgdConfig{0.9, true, 0.0, false, false});
+    MomentumSgd nesterov(t, {p}, {"w"}, exchange("topk", "gtopk-rd", 0.25), SgdConfig{0.9, true, 0.0, false, false});
     p.mutable_grad() = torch::arange(8, torch::kFloat32);
     nesterov.step(0, 0.1);
     // Nesterov on the averaged top-2 [.., 6, 7]: d = g, v = g, update = lr (d + mu v) = 0.19 g.
@@ -86,7 +86,7 @@ TEST(DistributedOptimizer, NesterovAndMomentumCorrectionRun) {
     EXPECT_NEAR(p[0].item<float>(), 1.0f, 1e-6);
 
     auto q = torch::ones({8}).requires_grad_(true);
-    DistributedOptimizer dgc(t, {q}, {"w"}, exchange("topk", "allgather", 0.25), SgdConfig{0.5, false, 0.0, true, false});
+    MomentumSgd dgc(t, {q}, {"w"}, exchange("topk", "allgather", 0.25), SgdConfig{0.5, false, 0.0, true, false});
     q.mutable_grad() = torch::arange(8, torch::kFloat32);
     dgc.step(0, 1.0);
     // Sent entries leave the local velocity (momentum factor masking); the others stay.
@@ -96,11 +96,11 @@ TEST(DistributedOptimizer, NesterovAndMomentumCorrectionRun) {
   });
 }
 
-TEST(DistributedOptimizer, PerLayerCompressesEachTensorOnItsOwn) {
+TEST(MomentumSgd, PerLayerCompressesEachTensorOnItsOwn) {
   transport::run_local_workers(1, [&](transport::Transport& t) {
     auto a = torch::zeros({4}).requires_grad_(true);
     auto b = torch::zeros({4}).requires_grad_(true);
-    DistributedOptimizer opt(t, {a, b}, {"a", "b"}, exchange("topk", "gtopk", 0.25), SgdConfig{0.0, false, 0.0, false, true});
+    MomentumSgd opt(t, {a, b}, {"a", "b"}, exchange("topk", "gtopk", 0.25), SgdConfig{0.0, false, 0.0, false, true});
     a.mutable_grad() = torch::tensor({0.0f, 0.0f, 0.0f, 10.0f});
     b.mutable_grad() = torch::tensor({1.0f, 0.0f, 0.0f, 0.0f});
     opt.step(0, 1.0);
@@ -111,12 +111,12 @@ TEST(DistributedOptimizer, PerLayerCompressesEachTensorOnItsOwn) {
   });
 }
 
-TEST(DistributedOptimizer, NonFiniteGradientIsNamedAndNotSent) {
+TEST(MomentumSgd, NonFiniteGradientIsNamedAndNotSent) {
   try {
     transport::run_local_workers(1, [&](transport::Transport& t) {
       auto a = torch::zeros({3}).requires_grad_(true);
       auto b = torch::zeros({2}).requires_grad_(true);
-      DistributedOptimizer opt(t, {a, b}, {"conv.weight", "fc.bias"}, exchange("topk", "gtopk", 0.5), SgdConfig{});
+      MomentumSgd opt(t, {a, b}, {"conv.weight", "fc.bias"}, exchange("topk", "gtopk", 0.5), SgdConfig{});
       a.mutable_grad() = torch::zeros({3});
       b.mutable_grad() = torch::tensor({0.0f, std::nanf("")});
       opt.step(7, 0.1);
@@ -130,7 +130,7 @@ TEST(DistributedOptimizer, NonFiniteGradientIsNamedAndNotSent) {
 
 // skip_nonfinite: a NaN on one worker at step 1 makes every worker skip that step, leaving
 // parameters, velocity and residuals exactly as if the step had not been taken.
-TEST(DistributedOptimizer, SkipNonFiniteSkipsTheStepOnEveryWorker) {
+TEST(MomentumSgd, SkipNonFiniteSkipsTheStepOnEveryWorker) {
   for (const bool with_nan : {true, false}) {
     std::vector<std::vector<float>> finals(3), residuals(3);
     std::vector<int> skipped(3, 0);
@@ -138,7 +138,7 @@ TEST(DistributedOptimizer, SkipNonFiniteSkipsTheStepOnEveryWorker) {
       auto p = torch::ones({6}).requires_grad_(true);
       SgdConfig sgd{0.9, false, 0.0, false, false};
       sgd.skip_nonfinite = true;
-      DistributedOptimizer opt(t, {p}, {"w"}, exchange("topk", "gtopk-rd", 0.34), sgd);
+      MomentumSgd opt(t, {p}, {"w"}, exchange("topk", "gtopk-rd", 0.34), sgd);
       for (int s = 0; s < 3; ++s) {
         if (s == 1 && !with_nan) continue;  // the reference: the step never happens
         p.mutable_grad() = torch::arange(6, torch::kFloat32) * static_cast<float>((t.rank() + 1) * (s + 1));
@@ -168,12 +168,12 @@ TEST(DistributedOptimizer, SkipNonFiniteSkipsTheStepOnEveryWorker) {
   }
 }
 
-TEST(DistributedOptimizer, BroadcastGivesEveryWorkerRankZerosParameters) {
+TEST(MomentumSgd, BroadcastGivesEveryWorkerRankZerosParameters) {
   std::vector<float> seen(5);
   std::mutex m;
   transport::run_local_workers(5, [&](transport::Transport& t) {
     auto p = torch::full({3}, static_cast<float>(t.rank() + 10)).requires_grad_(true);
-    DistributedOptimizer opt(t, {p}, {"w"}, exchange("topk", "gtopk", 0.5), SgdConfig{});
+    MomentumSgd opt(t, {p}, {"w"}, exchange("topk", "gtopk", 0.5), SgdConfig{});
     opt.broadcast_parameters();
     std::lock_guard lock(m);
     seen[static_cast<std::size_t>(t.rank())] = p[2].item<float>();
