@@ -4,6 +4,7 @@
 
 #include "sparsgd/benchmark/comm_benchmark.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
+#include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/transport/network_model.hpp"
@@ -19,10 +20,15 @@ CommBenchmarkOptions interleaved_options(const CommBenchmarkOptions& o) {
 
 collectives::ExchangeConfig exchange_config(const CommBenchmarkOptions& o) {
   collectives::ExchangeOptions exchange = o.exchange;
-  // Drawn selections of an aggregator whose workers must share indices are what random-k with a
-  // shared seed selects (draw_selection shares them too): validated as that.
+  // Drawn selections of an aggregator whose workers must share indices are what a compressor that
+  // draws its indices selects with a shared seed (draw_selection shares them too): validated as that.
   if (o.drawn() && collectives::find_aggregator(o.exchange.aggregator).properties.needs_shared_indices) {
-    exchange.compressor = "randk";
+    for (const compress::CompressorDescriptor* d : compress::compressor_descriptors()) {
+      if (d->properties.draws_indices && !d->properties.scales_values) {
+        exchange.compressor = std::string(d->name);
+        break;
+      }
+    }
   }
   collectives::ExchangeConfig config = collectives::make_exchange_config(exchange, o.seed);
   config.barrier_before_aggregation = true;  // so that the aggregation is timed alone

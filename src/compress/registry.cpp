@@ -44,7 +44,7 @@ std::string compressor_choices(bool (*accept)(const CompressorDescriptor&)) {
 
 std::vector<std::pair<std::string_view, bool>> property_values(const CompressorProperties& p) {
   return {{"exact_count", p.exact_count}, {"draws_indices", p.draws_indices}, {"scales_values", p.scales_values},
-          {"dense", p.dense}};
+          {"dense", p.dense}, {"uses_r_factor", p.uses_r_factor}};
 }
 
 std::string compressor_help() { return descriptor_help(compressor_descriptors()); }

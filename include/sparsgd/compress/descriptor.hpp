@@ -29,6 +29,8 @@ struct CompressorProperties {
   // It selects all n entries (the dense S-SGD baseline): only an aggregator with a dense result
   // takes it.
   bool dense = false;
+  // It reads CompressorConfig::r_factor (a run reports its r_factor only then).
+  bool uses_r_factor = false;
 };
 
 // Its properties by name, for the front ends that print or return them all.

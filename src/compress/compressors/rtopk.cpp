@@ -37,7 +37,7 @@ class RtopkCompressor final : public DescribedCompressor<rtopk_compressor> {
 const CompressorDescriptor& rtopk_compressor() {
   static const CompressorDescriptor descriptor{
       .name = "rtopk", .summary = "the top r = ceil(r_factor * k) by magnitude, then a uniformly random k of them (rTop-k)",
-      .properties = {}, .make = construct<RtopkCompressor>};
+      .properties = {.uses_r_factor = true}, .make = construct<RtopkCompressor>};
   return descriptor;
 }
 

@@ -28,6 +28,7 @@
 #include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
+#include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/core/file_io.hpp"
 #include "sparsgd/core/stop_request.hpp"
@@ -109,7 +110,8 @@ class TrainingRun {
     summary_.aggregator = c_.exchange.aggregator;
     summary_.network = network.name;
     summary_.optimizer = c_.optimizer;
-    summary_.r_factor = c_.exchange.compressor == "rtopk" ? c_.exchange.r_factor : 0.0;
+    summary_.r_factor =
+        compress::find_compressor(c_.exchange.compressor).properties.uses_r_factor ? c_.exchange.r_factor : 0.0;
     summary_.error_feedback = c_.exchange.error_feedback;
     summary_.options = run_config_fields(c_);
     summary_.parameters = worker_->model().parameter_count();
