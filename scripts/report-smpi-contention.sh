@@ -13,9 +13,9 @@
 # k = 25,000 of n = 2.5M (density 0.01) at every P, drawn anew each iteration: the sparse
 # aggregators' traffic depends on k and P; n only bounds Ok-Topk's regions. All P ranks are one
 # process here, so allgather (every rank holds all P k pairs) stops at P = 64. A finished point's
-# result (bench comm's JSON, under 2 KB, or why it failed) is kept in docs/results/scaling/
-# smpi-contention/, committed, and not run again, so that the sweep continues in later sessions or
-# on a fresh machine; SMPI's logs and platforms stay in runs/smpi-contention/. A point that runs past
+# result (bench comm's JSON, under 2 KB, or why it failed) is packed into the committed table
+# docs/results/scaling/smpi-contention-runs.jsonl (scripts/run_table.py) and not run again, so that the
+# sweep continues later or on a fresh machine; SMPI's logs and platforms stay in runs/smpi-contention/. A point that runs past
 # TIME LIMIT seconds of real time is recorded as such (and tried again under a larger TIME LIMIT); a
 # point stopped from outside (a signal) records nothing. About an hour on 2 cores without Ok-Topk at
 # P = 1024 (hours). AGGREGATORS="gtopk-rd oktopk" (say) runs only those, POINTS="flat-nocompute" (say)
@@ -46,9 +46,14 @@ for point in $points; do
   esac
 done
 wanted() { [[ " $points " == *" $1 "* ]]; }
-runs=docs/results/scaling/smpi-contention
+# The points as files while the sweep works (not committed), unpacked from the committed table first
+# and packed into it after every point.
+runs=runs/smpi-contention-points
+table=docs/results/scaling/smpi-contention-runs.jsonl
 logs=runs/smpi-contention
 mkdir -p "$runs" "$logs/platforms"
+/usr/bin/python3 scripts/run_table.py unpack "$table" "$runs"
+record() { /usr/bin/python3 scripts/run_table.py pack "$runs" "$table"; }
 export SMPI_PLATFORM_DIR=$logs/platforms
 
 if ! $report_only; then
@@ -134,6 +139,7 @@ run_point() {
     if ((status == 137)) || grep -q Killed "$log.log"; then reason="killed for lack of memory"; fi
     echo "$reason" >"$out.failed"
     echo "SMPI P=$p $agg $topology: $reason" >&2
+    record
     release_lock
     return 0
   fi
@@ -141,6 +147,7 @@ run_point() {
   # The compute charged is this machine's CPU time: the report says which machines the points ran on.
   /usr/bin/python3 scripts/machine.py >"$out.machine"
   mv "$log.tmp" "$out.json"
+  record
   release_lock
 }
 
