@@ -51,7 +51,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, DrawSelection,
                                            std::make_tuple(1000, 999), std::make_tuple(100000, 100),
                                            std::make_tuple(1u << 20, 1000)));
 
-// The sets drawn are pinned: committed results (docs/results/comm/auto/, bench comm --selections
+// The sets drawn are pinned: committed results (docs/results/comm/auto-runs.jsonl, bench comm --selections
 // drawn) were measured on them, so a faster sort or another RNG must draw the very same indices.
 // Digests of the sets as drawn with std::sort, before the sort became Highway's (both paths, shared
 // indices, and the sweep's P = 256, n = 25M, density 0.01 with its last worker and exchange).
