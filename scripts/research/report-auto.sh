@@ -54,10 +54,11 @@
 # its first round's figure. gtopk-rd always runs (it also tells whether a point fits in memory).
 # A run that bench comm refuses for lack of memory (it says how much it needs) is reported with the
 # closed form instead. Each run's result (bench comm's JSON, about 1 KB, or why it did not run) is
-# kept in docs/results/comm/auto/ROUND/, committed, so that the sweep (4-5 hours) continues in a
-# later session or on a fresh machine: a point's runs land there together once the point is done (a
-# point stopped half-way runs again whole), a finished point is not run again, and each run records
-# the CPU it ran on (the report names every one).
+# kept as runs/auto-sweep/ROUND/NAME.* and packed into the committed table
+# docs/results/comm/auto-runs.jsonl, so that the sweep (4-5 hours) continues later or on a fresh
+# machine: a point's runs land there together once the point is done (a point stopped half-way runs
+# again whole), a finished point is not run again, and each run records the CPU it ran on (the
+# report names every one).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/research/auto-sweep-rules.sh
