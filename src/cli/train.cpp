@@ -175,8 +175,8 @@ void register_train(CLI::App& app) {
   cmd->add_option("--warmup-epochs", c->warmup_epochs, "learning rate from lr/P to lr over these epochs")->capture_default_str();
   cmd->add_option("--lr-schedule", c->lr_schedule, "none, step or cosine")->capture_default_str();
   cmd->add_option("--momentum-correction", c->momentum_correction,
-                  "DGC momentum correction: auto (on with --optimizer sgd: it closes the gap to dense S-SGD, "
-                  "docs/results/convergence.md), on or off")
+                  "DGC momentum correction: auto (on with --optimizer sgd where the exchange is sparse: it closes "
+                  "the gap to dense S-SGD, docs/results/convergence.md; off where every entry is sent), on or off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_flag("--per-layer", c->per_layer, "compress each layer on its own");

@@ -113,6 +113,28 @@ TEST(Trainer, AdamAndAdamWLearnAndResumeBitForBit) {
   EXPECT_THROW(validate(bad), InvalidArgument);
 }
 
+// --momentum-correction auto is on only where the exchange is sparse: where every entry is sent,
+// momentum factor masking would zero the whole velocity every step.
+TEST(TrainConfig, MomentumCorrectionAutoIsOnOnlyForASparseExchange) {
+  TrainConfig c;
+  EXPECT_TRUE(uses_momentum_correction(c));  // topk at density 0.01 with sgd
+  TrainConfig dense = c;
+  dense.exchange.compressor = "none";
+  dense.exchange.aggregator = "dense";
+  dense.exchange.density = 1.0;
+  EXPECT_FALSE(uses_momentum_correction(dense));
+  TrainConfig everything = c;
+  everything.exchange.density = 1.0;  // topk of all n entries
+  EXPECT_FALSE(uses_momentum_correction(everything));
+  TrainConfig adam = c;
+  adam.optimizer = "adam";
+  EXPECT_FALSE(uses_momentum_correction(adam));
+  dense.momentum_correction = "on";  // asked for, it is what is asked
+  EXPECT_TRUE(uses_momentum_correction(dense));
+  c.momentum_correction = "off";
+  EXPECT_FALSE(uses_momentum_correction(c));
+}
+
 // Reads the lr and density columns of metrics.csv.
 std::vector<std::pair<double, double>> lr_and_density(const std::filesystem::path& csv) {
   std::ifstream in(csv);

@@ -51,8 +51,9 @@ struct TrainConfig {
   double weight_decay = 1e-4;
   double warmup_epochs = 0.0;      // learning rate from lr/P to lr over these epochs
   std::string lr_schedule = "none";  // none, step (x0.1 at 50% and 75% of the epochs), cosine
-  // DGC's momentum correction: auto (on with --optimizer sgd, off with adam and adamw), on or off.
-  // On by default because it closes the default run's gap to dense S-SGD (docs/results/convergence.md).
+  // DGC's momentum correction: auto (on with --optimizer sgd where the exchange is sparse; off with
+  // adam and adamw, and where every entry is sent), on or off. On by default because it closes the
+  // default run's gap to dense S-SGD (docs/results/convergence.md).
   std::string momentum_correction = "auto";
   bool per_layer = false;
   std::uint64_t seed = 1;
@@ -68,7 +69,8 @@ struct TrainConfig {
 // Throws InvalidArgument naming the first bad option.
 void validate(const TrainConfig& config);
 
-// Whether the run uses momentum correction (momentum_correction resolved: auto is on for sgd).
+// Whether the run uses momentum correction (momentum_correction resolved: auto is on for sgd with a
+// sparse exchange).
 bool uses_momentum_correction(const TrainConfig& config);
 
 // The gradient exchange the options describe, at the first epoch's density.

@@ -11,6 +11,7 @@
 #include "sparsgd/collectives/descriptor.hpp"
 #include "sparsgd/collectives/gradient_exchange.hpp"
 #include "sparsgd/compress/compressor.hpp"
+#include "sparsgd/compress/descriptor.hpp"
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/training/fault_plan.hpp"
@@ -150,8 +151,13 @@ void validate(const TrainConfig& c) {
   parse_fault_plan(c.inject_fault);
 }
 
+// auto: where the exchange is sparse. Where every entry is sent (a dense compressor, or density 1),
+// momentum factor masking would zero the whole velocity every step, and S-SGD would train without
+// momentum (82.79% against 87.16% after one epoch of the default cnn, seeds 1-3).
 bool uses_momentum_correction(const TrainConfig& c) {
-  return c.momentum_correction == "on" || (c.momentum_correction == "auto" && c.optimizer == "sgd");
+  if (c.momentum_correction != "auto") return c.momentum_correction == "on";
+  const bool sparse = !compress::find_compressor(c.exchange.compressor).properties.dense && c.exchange.density < 1.0;
+  return c.optimizer == "sgd" && sparse;
 }
 
 collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
