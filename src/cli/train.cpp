@@ -141,7 +141,8 @@ void register_train(CLI::App& app) {
   cmd->add_option("--workers", c->workers, "in-process workers (under mpirun: one per rank)")->capture_default_str();
   cmd->add_option("--task", c->task,
                   "fashion-mnist (Debian's dataset-fashion-mnist), cifar10 (the binary version's files in --data) or "
-                  "lm (a word-level language model on train.txt, valid.txt, test.txt in --data)")
+                  "lm (a word-level language model on train.txt, valid.txt, test.txt in --data). Each task trains "
+                  "with its own recipe unless told otherwise: " + torch_layer::task_recipes_help())
       ->capture_default_str();
   cmd->add_option("--model", c->model,
                   "fashion-mnist: mlp, cnn (default) or resnet20; cifar10: resnet20 (default), vgg16, cnn or mlp; "
@@ -150,12 +151,11 @@ void register_train(CLI::App& app) {
   cmd->add_option("--bptt", c->bptt, "lm: tokens per truncated-BPTT segment")->capture_default_str();
   cmd->add_option("--hidden-size", c->hidden_size, "lm: embedding and LSTM width (2 layers)")->capture_default_str();
   cmd->add_flag("--tied", c->tied, "lm: the decoder shares the embedding's weights");
-  cmd->add_option("--dropout", c->dropout, "lm: dropout on the embedding, between layers and before the decoder")
-      ->capture_default_str();
+  cmd->add_option("--dropout", c->dropout,
+                  "lm: dropout on the embedding, between layers and before the decoder (default: the task's recipe)");
   cmd->add_option("--clip-norm", c->clip_norm,
-                  "clip each worker's gradient to this L2 norm before the exchange (0: none; lm: 0.25 as in the "
-                  "PyTorch example)")
-      ->capture_default_str();
+                  "clip each worker's gradient to this L2 norm before the exchange (0: none; default: the task's "
+                  "recipe)");
   cmd->add_option("--validation", c->validation,
                   "image tasks: hold out the last N training examples as a validation set, evaluated every epoch "
                   "(lm: valid.txt is)")
@@ -163,15 +163,15 @@ void register_train(CLI::App& app) {
   add_exchange_options(cmd, c->exchange);
   cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();
   cmd->add_option("--epochs", c->epochs, "epochs")->capture_default_str();
-  cmd->add_option("--batch-size", c->batch_size, "batch size per worker (lm: parallel token streams per worker)")
-      ->capture_default_str();
-  cmd->add_option("--lr", c->lr, "learning rate")->capture_default_str();
+  cmd->add_option("--batch-size", c->batch_size,
+                  "batch size per worker (lm: parallel token streams per worker; default: the task's recipe)");
+  cmd->add_option("--lr", c->lr, "learning rate (default: the task's recipe)");
   cmd->add_option("--optimizer", c->optimizer,
                   "sgd (momentum SGD, the gTop-k paper's), adam or adamw (torch::optim on the averaged gradients; "
-                  "pass a smaller --lr, such as 0.001)")->capture_default_str();
+                  "pass a smaller --lr, such as 0.001); default: the task's recipe");
   cmd->add_option("--momentum", c->momentum, "SGD momentum")->capture_default_str();
   cmd->add_flag("--nesterov", c->nesterov, "Nesterov momentum");
-  cmd->add_option("--weight-decay", c->weight_decay, "weight decay")->capture_default_str();
+  cmd->add_option("--weight-decay", c->weight_decay, "weight decay (default: the task's recipe)");
   cmd->add_option("--warmup-epochs", c->warmup_epochs, "learning rate from lr/P to lr over these epochs")->capture_default_str();
   cmd->add_option("--lr-schedule", c->lr_schedule, "none, step or cosine")->capture_default_str();
   cmd->add_option("--momentum-correction", c->momentum_correction,
@@ -196,7 +196,10 @@ void register_train(CLI::App& app) {
   cmd->add_option("--inject-fault", c->inject_fault,
                   "for testing: KIND:RANK:ITERATION, KIND nan, inf, throw, hang or crash-checkpoint");
   cmd->add_flag("--json", *json, "print the summary as JSON on stdout at the end");
-  cmd->callback([c, json, cmd] { run_train(*c, *json, detect_mpi_launch().launched, cmd->count("--workers") > 0); });
+  cmd->callback([c, json, cmd] {
+    torch_layer::apply_task_recipe(*c, [cmd](std::string_view flag) { return cmd->count(std::string(flag)) > 0; });
+    run_train(*c, *json, detect_mpi_launch().launched, cmd->count("--workers") > 0);
+  });
 }
 
 }  // namespace sparsgd::cli

@@ -4,6 +4,8 @@
 // CLI and other callers need no LibTorch includes.
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +67,26 @@ struct TrainConfig {
   std::string on_nonfinite = "stop";  // a NaN/Inf gradient: stop, or skip the step on every worker
   std::string inject_fault;        // KIND:RANK:ITERATION (sparsgd/core/fault_plan.hpp); empty: none
 };
+
+// The optimizer settings a task trains with unless told otherwise: the image tasks the momentum SGD
+// of the gTop-k paper (TrainConfig's own defaults); lm Adam as the convergence study tuned it on real
+// text (docs/results/convergence.md: lr 0.008 best for dense S-SGD), 10 token streams a worker, clip
+// 0.25, dropout 0.3. With SGD's defaults an LSTM learns nothing in a few epochs (the unigram
+// perplexity).
+struct TaskRecipe {
+  std::string optimizer;
+  double lr = 0.0;
+  double weight_decay = 0.0;
+  double clip_norm = 0.0;
+  double dropout = 0.0;
+  int batch_size = 0;
+};
+// Throws InvalidArgument for an unknown task.
+TaskRecipe task_recipe(const std::string& task);
+// Sets each option of the task's recipe that `given("--lr")` (say) says was not given.
+void apply_task_recipe(TrainConfig& config, const std::function<bool(std::string_view flag)>& given);
+// Every task's recipe in one line, for help texts.
+std::string task_recipes_help();
 
 // Throws InvalidArgument naming the first bad option.
 void validate(const TrainConfig& config);

@@ -82,6 +82,38 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
 
 }  // namespace
 
+TaskRecipe task_recipe(const std::string& task) {
+  const auto& tasks = task_names();
+  SPARSGD_ENFORCE(std::find(tasks.begin(), tasks.end(), task) != tasks.end(), "unknown --task '" << task << "'");
+  if (task == "lm") return {"adam", 0.008, 0.0, 0.25, 0.3, 10};
+  const TrainConfig defaults;
+  return {defaults.optimizer, defaults.lr, defaults.weight_decay, defaults.clip_norm, defaults.dropout,
+          defaults.batch_size};
+}
+
+void apply_task_recipe(TrainConfig& c, const std::function<bool(std::string_view flag)>& given) {
+  const auto& tasks = task_names();
+  if (std::find(tasks.begin(), tasks.end(), c.task) == tasks.end()) return;  // validate() names it
+  const TaskRecipe recipe = task_recipe(c.task);
+  if (!given("--optimizer")) c.optimizer = recipe.optimizer;
+  if (!given("--lr")) c.lr = recipe.lr;
+  if (!given("--weight-decay")) c.weight_decay = recipe.weight_decay;
+  if (!given("--clip-norm")) c.clip_norm = recipe.clip_norm;
+  if (!given("--dropout")) c.dropout = recipe.dropout;
+  if (!given("--batch-size")) c.batch_size = recipe.batch_size;
+}
+
+std::string task_recipes_help() {
+  std::ostringstream os;
+  for (const std::string& task : task_names()) {
+    const TaskRecipe r = task_recipe(task);
+    os << (task == task_names().front() ? "" : "; ") << task << ": --optimizer " << r.optimizer << " --lr " << r.lr
+       << " --weight-decay " << r.weight_decay << " --clip-norm " << r.clip_norm << " --dropout " << r.dropout
+       << " --batch-size " << r.batch_size;
+  }
+  return os.str();
+}
+
 TrainConfig with_task_defaults(TrainConfig c) {
   if (c.model.empty()) c.model = default_model(c.task);
   if (c.data_dir.empty()) c.data_dir = default_data_dir(c.task);
