@@ -37,11 +37,14 @@ std::vector<std::string> descriptor_names(const std::vector<const Descriptor*>& 
   return names;
 }
 
-// "one of:\n  name: summary" for each, in registry order.
+// "one of:\n  name: summary" for each, in registry order; `more` adds to a descriptor's line.
 template <class Descriptor>
-std::string descriptor_help(const std::vector<const Descriptor*>& all) {
+std::string descriptor_help(const std::vector<const Descriptor*>& all,
+                            std::string (*more)(const Descriptor&) = nullptr) {
   std::string help = "one of:";
-  for (const Descriptor* d : all) help += "\n  " + std::string(d->name) + ": " + std::string(d->summary);
+  for (const Descriptor* d : all) {
+    help += "\n  " + std::string(d->name) + ": " + std::string(d->summary) + (more ? more(*d) : std::string());
+  }
   return help;
 }
 

@@ -45,16 +45,9 @@ std::string aggregator_choices(bool (*accept)(const AggregatorDescriptor&)) {
 
 // auto's line also names its candidates.
 std::string aggregator_help() {
-  std::string help = descriptor_help(aggregator_descriptors());
-  for (const AggregatorDescriptor* d : aggregator_descriptors()) {
-    if (!d->properties.delegates) continue;
-    const std::string line = "\n  " + std::string(d->name) + ": " + std::string(d->summary);
-    const std::size_t at = help.find(line);
-    if (at != std::string::npos) {
-      help.insert(at + line.size(), " (candidates: " + name_list(auto_candidates(), " and ") + ")");
-    }
-  }
-  return help;
+  return descriptor_help<AggregatorDescriptor>(aggregator_descriptors(), [](const AggregatorDescriptor& d) {
+    return d.properties.delegates ? " (candidates: " + name_list(auto_candidates(), " and ") + ")" : std::string();
+  });
 }
 
 std::vector<const AggregatorDescriptor*> modelled_aggregators() {
