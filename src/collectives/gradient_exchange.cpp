@@ -21,6 +21,11 @@ void validate(const ExchangeConfig& config) {
                       draws(compress::find_compressor(config.compressor.name)),
                   "the " << config.aggregator << " aggregator needs the " << compress::compressor_choices(draws)
                          << " compressor (its workers must select the same indices), not " << config.compressor.name);
+  // The dense compressor selects all n entries, which a sparse aggregator takes only as its k.
+  SPARSGD_ENFORCE(!compressor->dense() || find_aggregator(config.aggregator).properties.dense_result || config.density == 1.0,
+                  "the " << config.compressor.name << " compressor sends all n entries: use the dense aggregator, "
+                         << "or density 1 (not " << config.density << ") with the " << config.aggregator
+                         << " aggregator");
   SPARSGD_ENFORCE(!config.error_feedback || !compressor->scales_values(),
                   "the " << config.compressor.name
                          << " compressor scales the values it sends, which error feedback cannot account for: "

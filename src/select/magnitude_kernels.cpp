@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 #include <string>
 
 #include "sparsgd/core/error.hpp"
@@ -178,38 +179,27 @@ size_t ValueBandImpl(const float* HWY_RESTRICT values, size_t n, uint32_t offset
   return BandLoop<true>(values, n, offset, lo, hi, band_out, above_out);
 }
 
-// Sums of (x - shift) and (x - shift)^2 over blocks short enough that float lanes lose little,
-// added up in double. A shift near the mean keeps the variance from cancelling catastrophically
-// when the mean is large against the spread.
+// Sums of (x - shift) and (x - shift)^2, every term and sum in double lanes: so precise that the
+// Gaussian estimate's pivot is the same float whatever the summation order, as where a GPU sums
+// the same values (torch/device_selection.cpp). A shift near the mean keeps the variance from
+// cancelling when the mean is large against the spread.
 void SumsImpl(const float* HWY_RESTRICT x, size_t n, float shift, double* sum_out, double* sum_sq_out) {
-  const DF df;
-  const auto vshift = hn::Set(df, shift);
-  const size_t lanes = hn::Lanes(df);
-  constexpr size_t kBlock = 2048;
-  double sum = 0.0, sum_sq = 0.0;
-  HWY_ALIGN float buffer[hn::MaxLanes(df)];
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df_half;
+  const auto vshift = hn::Set(dd, static_cast<double>(shift));
+  const size_t lanes = hn::Lanes(dd);
+  auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), q0 = hn::Zero(dd), q1 = hn::Zero(dd);
   size_t i = 0;
-  while (i + lanes <= n) {
-    const size_t end = HWY_MIN(n, i + kBlock);
-    auto s0 = hn::Zero(df), s1 = hn::Zero(df), q0 = hn::Zero(df), q1 = hn::Zero(df);
-    for (; i + 2 * lanes <= end; i += 2 * lanes) {
-      const auto v0 = hn::Sub(hn::LoadU(df, x + i), vshift);
-      const auto v1 = hn::Sub(hn::LoadU(df, x + i + lanes), vshift);
-      s0 = hn::Add(s0, v0);
-      s1 = hn::Add(s1, v1);
-      q0 = hn::MulAdd(v0, v0, q0);
-      q1 = hn::MulAdd(v1, v1, q1);
-    }
-    for (; i + lanes <= end; i += lanes) {
-      const auto v0 = hn::Sub(hn::LoadU(df, x + i), vshift);
-      s0 = hn::Add(s0, v0);
-      q0 = hn::MulAdd(v0, v0, q0);
-    }
-    hn::Store(hn::Add(s0, s1), df, buffer);
-    for (size_t l = 0; l < lanes; ++l) sum += buffer[l];
-    hn::Store(hn::Add(q0, q1), df, buffer);
-    for (size_t l = 0; l < lanes; ++l) sum_sq += buffer[l];
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto v0 = hn::Sub(hn::PromoteTo(dd, hn::LoadU(df_half, x + i)), vshift);
+    const auto v1 = hn::Sub(hn::PromoteTo(dd, hn::LoadU(df_half, x + i + lanes)), vshift);
+    s0 = hn::Add(s0, v0);
+    s1 = hn::Add(s1, v1);
+    q0 = hn::MulAdd(v0, v0, q0);
+    q1 = hn::MulAdd(v1, v1, q1);
   }
+  double sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s0, s1)));
+  double sum_sq = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
   for (; i < n; ++i) {
     const double v = static_cast<double>(x[i]) - shift;
     sum += v;
@@ -260,38 +250,39 @@ KeyBand key_band_of_values(std::span<const float> values, std::uint32_t key_offs
   return band;
 }
 
-Moments moments(std::span<const float> x) {
-  Moments result;
-  if (x.empty()) return result;
-  // Shift by the mean of a strided sample of up to 64 entries, so that the sums see the spread.
-  const std::size_t stride = std::max<std::size_t>(1, x.size() / 64);
+std::size_t moments_shift_stride(std::size_t n) { return std::max<std::size_t>(1, n / 64); }
+
+float moments_shift(std::span<const float> sample) {
   double sample_sum = 0.0;
-  std::size_t sampled = 0;
-  for (std::size_t i = 0; i < x.size(); i += stride, ++sampled) sample_sum += x[i];
-  auto shift = static_cast<float>(sample_sum / static_cast<double>(sampled));
-  if (!std::isfinite(shift)) shift = 0.0f;
-  double sum = 0.0, sum_sq = 0.0;
-  HWY_DYNAMIC_DISPATCH(SumsImpl)(x.data(), x.size(), shift, &sum, &sum_sq);
-  if (!std::isfinite(sum) || !std::isfinite(sum_sq)) {
-    // Float lanes overflow on finite values above about 1e19; redo the sums in double.
-    sum = 0.0;
-    sum_sq = 0.0;
-    for (const float v : x) {
-      const double d = static_cast<double>(v) - shift;
-      sum += d;
-      sum_sq += d * d;
-    }
-  }
+  for (const float v : sample) sample_sum += v;
+  const auto shift = static_cast<float>(sample_sum / static_cast<double>(sample.size()));
+  return std::isfinite(shift) ? shift : 0.0f;
+}
+
+Moments moments_from_sums(float shift, double sum, double sum_sq, std::size_t n) {
+  Moments result;
   if (!std::isfinite(sum) || !std::isfinite(sum_sq)) {
     result.finite = false;
     return result;
   }
-  const double count = static_cast<double>(x.size());
+  const double count = static_cast<double>(n);
   const double shifted_mean = sum / count;
   result.mean = shift + shifted_mean;
   const double variance = sum_sq / count - shifted_mean * shifted_mean;
   result.stddev = variance > 0.0 ? std::sqrt(variance) : 0.0;
   return result;
+}
+
+Moments moments(std::span<const float> x) {
+  if (x.empty()) return {};
+  // Shift by the mean of a strided sample of up to 128 entries, so that the sums see the spread.
+  const std::size_t stride = moments_shift_stride(x.size());
+  std::vector<float> sample;
+  for (std::size_t i = 0; i < x.size(); i += stride) sample.push_back(x[i]);
+  const float shift = moments_shift(sample);
+  double sum = 0.0, sum_sq = 0.0;
+  HWY_DYNAMIC_DISPATCH(SumsImpl)(x.data(), x.size(), shift, &sum, &sum_sq);
+  return moments_from_sums(shift, sum, sum_sq, x.size());
 }
 
 void check_finite(std::span<const float> x, const char* what) {

@@ -12,36 +12,28 @@
 namespace sparsgd::select {
 namespace {
 
-constexpr std::size_t kSampleRun = 16;
-
 std::uint32_t gaussian_initial_key(std::span<const float> x, std::size_t k) {
   const Moments m = moments(x);
   if (!m.finite) check_finite(x, "input to threshold selection");
-  const double p = static_cast<double>(k) / static_cast<double>(x.size());
-  return magnitude_key(static_cast<float>(gaussian_two_sided_threshold(p, m.mean, m.stddev)));
+  return gaussian_pivot(m, x.size(), k);
 }
 
 // DGC's estimate: the magnitude that the top density fraction of a strided sample exceeds.
 std::uint32_t sampled_initial_key(std::span<const float> x, std::size_t k, std::vector<std::uint32_t>& keys) {
   const std::size_t n = x.size();
-  const double density = static_cast<double>(k) / static_cast<double>(n);
-  // 1% of the data as in DGC, but enough that at least 16 sampled entries pass.
-  auto sample = static_cast<std::size_t>(std::max(0.01 * static_cast<double>(n), 16.0 / density));
+  const SampleLayout layout = sample_layout(n, k);
   keys.clear();
-  if (sample * 2 >= n) {
+  if (layout.whole) {
     for (const float v : x) keys.push_back(magnitude_key(v));
   } else {
-    const std::size_t runs = std::max<std::size_t>(1, sample / kSampleRun);
-    const std::size_t stride = n / runs;
-    for (std::size_t r = 0; r < runs; ++r) {
-      const std::size_t start = r * stride + (stride - std::min(stride, kSampleRun)) / 2;
-      for (std::size_t j = 0; j < kSampleRun && start + j < n; ++j) keys.push_back(magnitude_key(x[start + j]));
+    for (std::size_t r = 0; r < layout.runs; ++r) {
+      const std::size_t start = r * layout.stride + layout.offset;
+      for (std::size_t j = 0; j < kSampleRunLength && start + j < n; ++j) keys.push_back(magnitude_key(x[start + j]));
     }
   }
-  const double m = static_cast<double>(keys.size());
-  auto rank = static_cast<std::size_t>(std::llround(density * m));  // sampled entries that pass
+  const std::size_t rank = sample_pivot_rank(keys.size(), n, k);
   if (rank >= keys.size()) return 0;
-  auto nth = keys.begin() + static_cast<std::ptrdiff_t>(rank);  // the first one that does not
+  auto nth = keys.begin() + static_cast<std::ptrdiff_t>(rank);  // the first one that does not pass
   std::nth_element(keys.begin(), nth, keys.end(), std::greater<>());
   return *nth;
 }
@@ -136,37 +128,40 @@ double gaussian_two_sided_threshold(double p, double mean, double stddev) {
   return 0.5 * (lo + hi);
 }
 
-ThresholdResult threshold_select(std::span<const float> x, std::size_t k, ThresholdEstimator estimator,
-                                 SparseVector& out, ThresholdWorkspace& workspace) {
-  const std::size_t n = x.size();
-  validate_k(n, k);
-  out.dim = n;
-  ThresholdResult result;
-  if (n == 0) {
-    out.resize(0);
-    return result;
-  }
+std::uint32_t gaussian_pivot(const Moments& moments, std::size_t n, std::size_t k) {
+  const double p = static_cast<double>(k) / static_cast<double>(n);
+  return magnitude_key(static_cast<float>(gaussian_two_sided_threshold(p, moments.mean, moments.stddev)));
+}
+
+SampleLayout sample_layout(std::size_t n, std::size_t k) {
+  const double density = static_cast<double>(k) / static_cast<double>(n);
+  // 1% of the data as in DGC, but enough that at least 16 sampled entries pass.
+  const auto sample = static_cast<std::size_t>(std::max(0.01 * static_cast<double>(n), 16.0 / density));
+  if (sample * 2 >= n) return {.whole = true};
+  const std::size_t runs = std::max<std::size_t>(1, sample / kSampleRunLength);
+  const std::size_t stride = n / runs;
+  return {.runs = runs, .stride = stride, .offset = (stride - std::min(stride, kSampleRunLength)) / 2};
+}
+
+std::size_t sample_pivot_rank(std::size_t sample_size, std::size_t n, std::size_t k) {
+  const double density = static_cast<double>(k) / static_cast<double>(n);
+  return static_cast<std::size_t>(std::llround(density * static_cast<double>(sample_size)));
+}
+
+std::optional<std::uint32_t> search_pivot(std::size_t n, std::size_t k, std::uint32_t initial,
+                                          const std::function<PivotCount(std::uint32_t)>& count_at, int& passes) {
   const std::size_t min_count = threshold_min_count(k);
   const std::size_t max_count = threshold_max_count(k);
-  std::uint32_t pivot = estimator == ThresholdEstimator::gaussian
-                            ? gaussian_initial_key(x, k)
-                            : sampled_initial_key(x, k, workspace.sample_keys);
-  out.resize(max_count + filter_padding());
+  std::uint32_t pivot = initial;
   Bracket bracket;
   for (int attempt = 0; attempt <= kThresholdMaxCorrections; ++attempt) {
-    const FilterCounts counts = filter_greater(x, pivot, out.indices.data(), out.values.data(), max_count);
-    ++result.passes;
-    if (counts.max_key >= kNonFiniteKey) check_finite(x, "input to threshold selection");
+    const PivotCount counts = count_at(pivot);
+    ++passes;
     if (counts.max_key + 1 < bracket.high) {  // max_key itself passes nobody
       bracket.high = counts.max_key + 1;
       bracket.high_count = 0;
     }
-    if (counts.greater >= min_count && counts.greater <= max_count) {
-      out.resize(counts.greater);
-      result.count = counts.greater;
-      result.threshold = key_to_magnitude(pivot);
-      return result;
-    }
+    if (counts.greater >= min_count && counts.greater <= max_count) return pivot;
     if (counts.greater > max_count) {
       if (!bracket.low_known || pivot > bracket.low) {
         bracket.low = pivot;
@@ -186,6 +181,54 @@ ThresholdResult threshold_select(std::span<const float> x, std::size_t k, Thresh
       bracket.previous_count = counts.greater;
     }
     pivot = next;
+  }
+  return std::nullopt;
+}
+
+ReusedThreshold::ReusedThreshold(std::uint64_t period) : period_(period) {
+  if (period_ == 0) throw InvalidArgument("the threshold period of topk-reuse must be at least 1");
+}
+
+bool ReusedThreshold::exact_due(std::uint64_t iteration, std::size_t n, std::size_t k) const {
+  return !has_pivot_ || iteration % period_ == 0 || n != n_ || k != k_;
+}
+
+void ReusedThreshold::keep(std::optional<std::uint32_t> kth, std::size_t n, std::size_t k) {
+  has_pivot_ = kth.has_value();
+  if (!kth) return;
+  // The filter keeps keys above the pivot: the k-th magnitude and everything larger.
+  pivot_ = *kth > 0 ? *kth - 1 : 0;
+  n_ = n;
+  k_ = k;
+}
+
+ThresholdResult threshold_select(std::span<const float> x, std::size_t k, ThresholdEstimator estimator,
+                                 SparseVector& out, ThresholdWorkspace& workspace) {
+  const std::size_t n = x.size();
+  validate_k(n, k);
+  out.dim = n;
+  ThresholdResult result;
+  if (n == 0) {
+    out.resize(0);
+    return result;
+  }
+  const std::size_t max_count = threshold_max_count(k);
+  const std::uint32_t initial = estimator == ThresholdEstimator::gaussian
+                                    ? gaussian_initial_key(x, k)
+                                    : sampled_initial_key(x, k, workspace.sample_keys);
+  out.resize(max_count + filter_padding());
+  // Each pass stores what passes while it fits, so the pass that ends the search leaves the answer.
+  FilterCounts last;
+  const auto count_at = [&](std::uint32_t pivot) {
+    last = filter_greater(x, pivot, out.indices.data(), out.values.data(), max_count);
+    if (last.max_key >= kNonFiniteKey) check_finite(x, "input to threshold selection");
+    return PivotCount{last.greater, last.max_key};
+  };
+  if (const auto pivot = search_pivot(n, k, initial, count_at, result.passes)) {
+    out.resize(last.greater);
+    result.count = last.greater;
+    result.threshold = key_to_magnitude(*pivot);
+    return result;
   }
   result.exact_fallback = true;
   result.count = k;

@@ -11,6 +11,30 @@
 
 namespace sparsgd::torch_layer {
 
+Segments exchange_ranges(const Segments& segments, bool per_segment) {
+  std::size_t n = 0;
+  for (const auto& [begin, end] : segments) {
+    SPARSGD_ENFORCE(begin == n && end >= begin, "segments must tile the buffer in order: [" << begin << ", " << end
+                                                                                           << ") after " << n);
+    n = end;
+  }
+  SPARSGD_ENFORCE(n > 0, "the model has no parameters");
+  Segments ranges = per_segment ? segments : Segments{{0, n}};
+  // Empty segments (a parameter with no elements) have nothing to exchange.
+  std::erase_if(ranges, [](const auto& range) { return range.first == range.second; });
+  return ranges;
+}
+
+collectives::ExchangeConfig resolved_exchange(transport::Transport& transport,
+                                              const collectives::ExchangeConfig& exchange) {
+  // auto measures the network once here, not once per exchange at its first call.
+  collectives::ExchangeConfig config = exchange;
+  if (collectives::find_aggregator(config.aggregator).properties.delegates && !config.network.known) {
+    config.network = collectives::measure_network(transport);
+  }
+  return config;
+}
+
 GradientAverager::GradientAverager(transport::Transport& transport, Segments segments, std::vector<std::string> names,
                                    const collectives::ExchangeConfig& exchange, bool per_segment, bool skip_nonfinite,
                                    double momentum_correction)
@@ -22,20 +46,9 @@ GradientAverager::GradientAverager(transport::Transport& transport, Segments seg
       momentum_(momentum_correction) {
   SPARSGD_ENFORCE(std::isfinite(momentum_) && momentum_ >= 0.0 && momentum_ < 1.0,
                   "momentum correction's momentum must be in [0, 1), got " << momentum_);
-  for (const auto& [begin, end] : segments_) {
-    SPARSGD_ENFORCE(begin == n_ && end >= begin, "segments must tile the buffer in order: [" << begin << ", " << end
-                                                                                             << ") after " << n_);
-    n_ = end;
-  }
-  SPARSGD_ENFORCE(n_ > 0, "the model has no parameters");
-  exchange_ranges_ = per_segment ? segments_ : Segments{{0, n_}};
-  // Empty segments (a parameter with no elements) have nothing to exchange.
-  std::erase_if(exchange_ranges_, [](const auto& range) { return range.first == range.second; });
-  // auto measures the network once here, not once per exchange at its first call.
-  collectives::ExchangeConfig config = exchange;
-  if (collectives::find_aggregator(config.aggregator).properties.delegates && !config.network.known) {
-    config.network = collectives::measure_network(transport);
-  }
+  exchange_ranges_ = exchange_ranges(segments_, per_segment);
+  n_ = segments_.back().second;
+  const collectives::ExchangeConfig config = resolved_exchange(transport, exchange);
   for (const auto& [begin, end] : exchange_ranges_) {
     exchanges_.push_back(std::make_unique<collectives::GradientExchange>(transport, end - begin, config));
   }
@@ -48,39 +61,47 @@ void GradientAverager::set_density(double density) {
   density_ = density;
 }
 
-std::string GradientAverager::find_nonfinite(std::span<const float> gradient, std::uint64_t iteration) const {
-  const auto bad = std::find_if(gradient.begin(), gradient.end(), [](float v) { return !std::isfinite(v); });
-  if (bad == gradient.end()) return {};
-  const auto i = static_cast<std::size_t>(bad - gradient.begin());
+std::string nonfinite_gradient_message(float value, std::size_t index, const Segments& segments,
+                                       const std::vector<std::string>& names, std::uint64_t iteration, int rank) {
   std::size_t segment = 0;
-  while (segment + 1 < segments_.size() && segments_[segment].second <= i) ++segment;
+  while (segment + 1 < segments.size() && segments[segment].second <= index) ++segment;
   std::ostringstream where;
   // A NaN's sign says nothing; print it as "nan" whatever its bits.
-  where << "non-finite gradient (" << (std::isnan(*bad) ? std::string("nan") : *bad < 0 ? "-inf" : "inf")
+  where << "non-finite gradient (" << (std::isnan(value) ? std::string("nan") : value < 0 ? "-inf" : "inf")
         << ") in parameter '";
-  if (segment < names_.size()) {
-    where << names_[segment];
+  if (segment < names.size()) {
+    where << names[segment];
   } else {
     where << '#' << segment;
   }
-  where << "' at element " << i - segments_[segment].first << ", iteration " << iteration << " on rank "
-        << transport_.rank();
+  where << "' at element " << index - segments[segment].first << ", iteration " << iteration << " on rank " << rank;
   return where.str();
 }
 
-StepStats GradientAverager::check_finite(std::span<const float> gradient, std::uint64_t iteration) {
-  SPARSGD_ENFORCE_EQ(gradient.size(), n_, "gradient length");
+std::string GradientAverager::find_nonfinite(std::span<const float> gradient, std::uint64_t iteration) const {
+  const auto bad = std::find_if(gradient.begin(), gradient.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == gradient.end()) return {};
+  return nonfinite_gradient_message(*bad, static_cast<std::size_t>(bad - gradient.begin()), segments_, names_,
+                                    iteration, transport_.rank());
+}
+
+StepStats nonfinite_outcome(transport::Transport& transport, bool skip_nonfinite, const std::string& nonfinite,
+                            std::uint64_t iteration) {
   StepStats stats;
-  const std::string nonfinite = find_nonfinite(gradient, iteration);
-  if (!skip_nonfinite_) {
+  if (!skip_nonfinite) {
     if (!nonfinite.empty()) throw InvalidData(nonfinite + "; nothing was sent");
-  } else if (const int flagged = collectives::lowest_flagged_rank(transport_, !nonfinite.empty()); flagged >= 0) {
+  } else if (const int flagged = collectives::lowest_flagged_rank(transport, !nonfinite.empty()); flagged >= 0) {
     stats.skipped = true;
     stats.skip_reason = !nonfinite.empty() ? nonfinite
                                            : "rank " + std::to_string(flagged) +
                                                  " found a non-finite gradient at iteration " + std::to_string(iteration);
   }
   return stats;
+}
+
+StepStats GradientAverager::check_finite(std::span<const float> gradient, std::uint64_t iteration) {
+  SPARSGD_ENFORCE_EQ(gradient.size(), n_, "gradient length");
+  return nonfinite_outcome(transport_, skip_nonfinite_, find_nonfinite(gradient, iteration), iteration);
 }
 
 StepStats GradientAverager::average(std::span<const float> input, std::span<float> average, std::uint64_t iteration) {

@@ -206,6 +206,16 @@ TEST(ExchangeConfigErrors, ImpossibleCombinationsAreNamed) {
   EXPECT_NE(message_of(shared).find("switch error feedback off"), std::string::npos);
   shared.error_feedback = false;
   EXPECT_EQ(message_of(shared), "");
+  // The dense compressor's n entries fit a sparse aggregator only at density 1.
+  ExchangeConfig dense = ok;
+  dense.compressor.name = "none";
+  dense.aggregator = "allgather";
+  EXPECT_NE(message_of(dense).find("sends all n entries: use the dense aggregator, or density 1"), std::string::npos);
+  dense.density = 1.0;
+  EXPECT_EQ(message_of(dense), "");
+  dense.density = 0.01;
+  dense.aggregator = "dense";
+  EXPECT_EQ(message_of(dense), "");
   ExchangeConfig unknown = ok;
   unknown.compressor.name = "top-k";
   EXPECT_NE(message_of(unknown).find("unknown compressor"), std::string::npos);

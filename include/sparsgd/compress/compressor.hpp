@@ -41,6 +41,12 @@ class Compressor {
   // on a bad k and InvalidData if acc holds NaN or Inf.
   virtual void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                         SparseVector& out) = 0;
+  // The compressors that draw at random (randk and randk-unbiased: indices of acc, count = n;
+  // rtopk: places in its top-r list, count = r): the k distinct positions of [0, count) that
+  // compress() draws in this context, ascending, so that a selection over data elsewhere (a GPU)
+  // picks exactly the same entries. The others throw InvalidArgument.
+  virtual void draw_positions(std::size_t count, std::size_t k, const CompressContext& context,
+                              std::span<std::uint32_t> out) const;
 };
 
 struct CompressorConfig {

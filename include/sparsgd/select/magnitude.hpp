@@ -58,13 +58,19 @@ void check_finite(std::span<const float> x, const char* what);
 
 namespace sparsgd::select {
 
-// Mean and standard deviation of x in one vectorized pass (float lanes per block, double across
-// blocks). `finite` is false when x holds NaN or Inf (the moments are then meaningless).
+// Mean and standard deviation of x in one vectorized pass, summed in double (x - shift for a
+// shift near the mean). `finite` is false when x holds NaN or Inf (the moments are then meaningless).
 struct Moments {
   double mean = 0.0;
   double stddev = 0.0;
   bool finite = true;
 };
 Moments moments(std::span<const float> x);
+// Its parts, for the same statistics made where x lives elsewhere (a GPU): the shift is the mean of
+// x[0], x[stride], x[2 stride], ... summed in index order; then the sums of (x - shift) and its
+// square over all of x.
+std::size_t moments_shift_stride(std::size_t n);
+float moments_shift(std::span<const float> sample);
+Moments moments_from_sums(float shift, double sum, double sum_sq, std::size_t n);
 
 }  // namespace sparsgd::select

@@ -32,6 +32,23 @@ struct StepStats {
 // [begin, end) ranges of a flat buffer.
 using Segments = std::vector<std::pair<std::size_t, std::size_t>>;
 
+// The ranges a buffer's exchanges cover: all of it, or one per non-empty segment (per_segment).
+// Throws InvalidArgument unless the segments tile [0, n) in order with n > 0.
+Segments exchange_ranges(const Segments& segments, bool per_segment);
+// The configuration the exchanges are built with: auto's network measured once, here, if unknown.
+collectives::ExchangeConfig resolved_exchange(transport::Transport& transport,
+                                              const collectives::ExchangeConfig& exchange);
+
+// The error for a NaN or Inf at `index` of a flat buffer: the parameter (segment) it falls in by
+// name, the element within it, the iteration and the rank.
+std::string nonfinite_gradient_message(float value, std::size_t index, const Segments& segments,
+                                       const std::vector<std::string>& names, std::uint64_t iteration, int rank);
+
+// What check_finite does once this rank's finding is known (`nonfinite`: its message, or empty):
+// throws it, or with skip_nonfinite agrees with the other ranks whether to skip the step.
+StepStats nonfinite_outcome(transport::Transport& transport, bool skip_nonfinite, const std::string& nonfinite,
+                            std::uint64_t iteration);
+
 class GradientAverager {
  public:
   // `segments` cover [0, n) in order (one per parameter) and `names` label them in error messages.

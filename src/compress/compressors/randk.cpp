@@ -26,16 +26,21 @@ class RandkCompressor final : public DescribedCompressor<Describe> {
     return kUnbiased ? static_cast<double>(n) / static_cast<double>(k) : 1.0;
   }
   bool scales_values() const override { return kUnbiased; }
+  void draw_positions(std::size_t n, std::size_t k, const CompressContext& context,
+                      std::span<std::uint32_t> out) const override {
+    // Shared mode leaves the rank out of the seed, so every worker draws the same indices.
+    const std::uint64_t stream = shared_ ? 0 : static_cast<std::uint64_t>(context.rank) + 1;
+    const std::uint64_t seed = mix_seed(mix_seed(seed_, kRandkStream, stream), context.iteration);
+    select::random_k_indices(n, k, seed, out, bitmap_);
+  }
+
   void compress(std::span<const float> acc, std::size_t k, const CompressContext& context,
                 SparseVector& out) override {
     validate_k(acc.size(), k);
     select::check_finite(acc, "input to randk");
-    // Shared mode leaves the rank out of the seed, so every worker draws the same indices.
-    const std::uint64_t stream = shared_ ? 0 : static_cast<std::uint64_t>(context.rank) + 1;
-    const std::uint64_t seed = mix_seed(mix_seed(seed_, kRandkStream, stream), context.iteration);
     out.dim = acc.size();
     out.resize(k);
-    select::random_k_indices(acc.size(), k, seed, out.indices, bitmap_);
+    draw_positions(acc.size(), k, context, out.indices);
     const auto scale = static_cast<float>(value_scale(acc.size(), k));
     for (std::size_t i = 0; i < k; ++i) out.values[i] = scale * acc[out.indices[i]];
   }
@@ -43,7 +48,7 @@ class RandkCompressor final : public DescribedCompressor<Describe> {
  private:
   std::uint64_t seed_;
   bool shared_;
-  std::vector<std::uint64_t> bitmap_;
+  mutable std::vector<std::uint64_t> bitmap_;  // scratch of the draw, kept between calls
 };
 
 }  // namespace
