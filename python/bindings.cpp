@@ -8,7 +8,9 @@
 #include <torch/extension.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +29,11 @@
 #ifdef SPARSGD_HAVE_CUDA
 #include "sparsgd/cuda/magnitude_counts.hpp"
 #endif
+#include "sparsgd/torch/device_gradient_averager.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
 #include "sparsgd/torch/model_gradient_averager.hpp"
 #include "sparsgd/torch/process_group_transport.hpp"
+#include "sparsgd/transport/delayed.hpp"
 #include "sparsgd/transport/network_model.hpp"
 
 namespace py = pybind11;
@@ -134,26 +138,72 @@ void set_residual_tensors(torch_layer::GradientAverager& averager, const std::ve
   averager.set_residuals(residuals);
 }
 
-// The averager of one flat buffer (a DDP bucket): segments name the parameters in errors.
+// The averager of one flat buffer (a DDP bucket, or a model's gradients flattened): segments name the
+// parameters in errors. On the host engine for a CPU buffer; on the device path
+// (torch/device_gradient_averager.hpp) for a buffer on a GPU, or on the CPU where `device` says so.
 class FlatAverager {
  public:
   FlatAverager(std::shared_ptr<Handle> handle, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
-               const collectives::ExchangeConfig& config, bool skip_nonfinite, double momentum_correction)
-      : handle_(std::move(handle)),
-        averager_(*handle_->transport, segments_of(sizes), std::move(names), config, false, skip_nonfinite,
-                  momentum_correction) {}
+               const collectives::ExchangeConfig& config, bool skip_nonfinite, double momentum_correction,
+               bool per_segment, const std::optional<std::string>& device)
+      : handle_(std::move(handle)) {
+    if (device) {
+      device_ = std::make_unique<torch_layer::DeviceGradientAverager>(
+          *handle_->transport, segments_of(sizes), std::move(names), config, per_segment, skip_nonfinite,
+          momentum_correction, torch::Device(*device));
+    } else {
+      host_ = std::make_unique<torch_layer::GradientAverager>(*handle_->transport, segments_of(sizes), std::move(names),
+                                                              config, per_segment, skip_nonfinite, momentum_correction);
+    }
+  }
 
-  py::dict average(const torch::Tensor& input, const torch::Tensor& output, std::uint64_t iteration,
-                   bool align_clocks) {
+  py::dict average(const torch::Tensor& input, torch::Tensor output, std::uint64_t iteration, bool align_clocks) {
+    if (device_) {
+      auto [stats, network] = timed(*handle_, align_clocks, [&] {
+        torch_layer::StepStats checked = device_->check_finite(input, iteration);
+        return checked.skipped ? checked : device_->average(input, output, iteration);
+      });
+      return stats_dict(stats, network);
+    }
     const auto in = float_span(input, "the input");
     const auto out = float_span(output, "the output");
     auto [stats, network] = timed(*handle_, align_clocks, [&] {
-      torch_layer::StepStats checked = averager_.check_finite(in, iteration);
-      return checked.skipped ? checked : averager_.average(in, out, iteration);
+      torch_layer::StepStats checked = host_->check_finite(in, iteration);
+      return checked.skipped ? checked : host_->average(in, out, iteration);
     });
     return stats_dict(stats, network);
   }
-  torch_layer::GradientAverager& averager() { return averager_; }
+
+  std::string device() const { return device_ ? device_->device().str() : std::string("host"); }
+  std::size_t size() const { return device_ ? device_->size() : host_->size(); }
+  void set_density(double density) {
+    if (device_) {
+      device_->set_density(density);
+    } else {
+      host_->set_density(density);
+    }
+  }
+  std::vector<torch::Tensor> residuals() const {
+    return device_ ? device_->residuals() : residual_tensors(*host_);
+  }
+  void set_residuals(const std::vector<torch::Tensor>& residuals) {
+    if (device_) {
+      device_->set_residuals(residuals);
+    } else {
+      set_residual_tensors(*host_, residuals);
+    }
+  }
+  torch::Tensor local_velocity() const {
+    if (device_) return device_->local_velocity();
+    const auto& v = host_->local_velocity();
+    return torch::from_blob(const_cast<float*>(v.data()), {static_cast<std::int64_t>(v.size())}).clone();
+  }
+  void set_local_velocity(const torch::Tensor& t) {
+    if (device_) return device_->set_local_velocity(t);
+    const auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    const auto span = float_span(c, "a velocity");
+    host_->set_local_velocity(std::vector<float>(span.begin(), span.end()));
+  }
 
  private:
   static torch_layer::Segments segments_of(const std::vector<std::size_t>& sizes) {
@@ -166,7 +216,8 @@ class FlatAverager {
     return s;
   }
   std::shared_ptr<Handle> handle_;
-  torch_layer::GradientAverager averager_;
+  std::unique_ptr<torch_layer::GradientAverager> host_;
+  std::unique_ptr<torch_layer::DeviceGradientAverager> device_;
 };
 
 class ModelAverager {
@@ -363,6 +414,16 @@ PYBIND11_MODULE(_C, m) {
       })
       .def("network_clock", [](Handle& h) { return h.network ? h.network->now() : 0.0; },
            "seconds on the network model's clock (0 without a model)")
+      .def("any_rank", [](Handle& h, const std::vector<bool>& flags) {
+        std::vector<double> values(flags.begin(), flags.end());
+        {
+          py::gil_scoped_release release;
+          if (!values.empty()) collectives::allreduce_max(*h.transport, values);
+          h.transport->flush();
+        }
+        return std::vector<bool>(values.begin(), values.end());
+      }, py::arg("flags"),
+           "Collective: for each flag, whether it is set on any rank (every rank passes as many)")
       .def("check_ranks_agree", [](Handle& h, const std::vector<std::pair<std::string, std::string>>& fields,
                                    const std::string& what) {
         py::gil_scoped_release release;
@@ -396,41 +457,51 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("inner"), py::arg("network"),
         "The alpha-beta network model around a transport: 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS");
 
+  m.def("delayed_transport", [](std::shared_ptr<Handle> inner, double delay_ms) {
+    SPARSGD_ENFORCE(std::isfinite(delay_ms) && delay_ms >= 0.0 && delay_ms <= 60'000.0,
+                    "delay_ms must be in [0, 60000], got " << delay_ms);
+    auto h = std::make_shared<Handle>();
+    h->transport = std::make_shared<transport::DelayedTransport>(
+        *inner->transport, std::chrono::microseconds(static_cast<std::int64_t>(delay_ms * 1000.0)));
+    h->transport->set_timeout(inner->transport->timeout());
+    h->inner = std::move(inner);
+    return h;
+  }, py::arg("inner"), py::arg("delay_ms"),
+        "A transport that holds each message back for delay_ms on the wall clock (tests of overlap)");
+
   py::class_<FlatAverager>(m, "FlatAverager", "Error feedback + compression + aggregation of a flat buffer, averaged")
       .def(py::init([](std::shared_ptr<Handle> h, const std::vector<std::size_t>& sizes, std::vector<std::string> names,
                        const std::string& compressor, const std::string& aggregator, double density, double r_factor,
                        std::uint64_t seed, bool shared_seed, bool skip_nonfinite, double momentum_correction,
                        bool error_feedback, const std::string& index_coding, int auto_trials,
-                       std::uint64_t threshold_period) {
+                       std::uint64_t threshold_period, bool per_segment, const std::optional<std::string>& device) {
              return std::make_unique<FlatAverager>(std::move(h), sizes, std::move(names),
                                                    exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed,
                                                                    error_feedback, index_coding, auto_trials,
                                                                    threshold_period),
-                                                   skip_nonfinite, momentum_correction);
+                                                   skip_nonfinite, momentum_correction, per_segment, device);
            }),
            py::arg("transport"), py::arg("sizes"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
            py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
            py::arg("skip_nonfinite") = false, py::arg("momentum_correction") = 0.0, py::arg("error_feedback") = true,
            py::arg("index_coding") = "raw", py::arg("auto_trials") = 2, py::arg("threshold_period") = 32,
+           py::arg("per_segment") = false, py::arg("device") = py::none(),
            "momentum_correction > 0: DGC's momentum correction with that momentum (each worker's velocity is "
-           "exchanged; apply the average without further momentum)")
+           "exchanged; apply the average without further momentum). per_segment: one exchange per segment. device "
+           "(e.g. 'cuda:0', or 'cpu'): the device path, whose buffers, residuals and velocity live there; None: the "
+           "host engine (CPU buffers)")
       .def("average", &FlatAverager::average, py::arg("input"), py::arg("output"), py::arg("iteration"),
            py::arg("align_clocks") = true,
            "Collective: writes the average over the workers of `input` into `output`; returns the step's statistics "
            "(align_clocks: with a network model, start from the latest rank's clock; once a step)")
-      .def("set_density", [](FlatAverager& a, double d) { a.averager().set_density(d); })
-      .def_property_readonly("size", [](FlatAverager& a) { return a.averager().size(); })
-      .def("residuals", [](FlatAverager& a) { return residual_tensors(a.averager()); })
-      .def("set_residuals", [](FlatAverager& a, const std::vector<torch::Tensor>& r) { set_residual_tensors(a.averager(), r); })
-      .def("local_velocity", [](FlatAverager& a) {
-        const auto& v = a.averager().local_velocity();
-        return torch::from_blob(const_cast<float*>(v.data()), {static_cast<std::int64_t>(v.size())}).clone();
-      }, "This worker's velocity (momentum correction; empty without)")
-      .def("set_local_velocity", [](FlatAverager& a, const torch::Tensor& t) {
-        const auto c = t.detach().to(torch::kFloat32).contiguous();
-        const auto span = float_span(c, "a velocity");
-        a.averager().set_local_velocity(std::vector<float>(span.begin(), span.end()));
-      });
+      .def("set_density", &FlatAverager::set_density)
+      .def_property_readonly("size", &FlatAverager::size)
+      .def_property_readonly("device", &FlatAverager::device, "'host', or the device of the device path")
+      .def("residuals", &FlatAverager::residuals)
+      .def("set_residuals", &FlatAverager::set_residuals)
+      .def("local_velocity", &FlatAverager::local_velocity,
+           "This worker's velocity (momentum correction; empty without)")
+      .def("set_local_velocity", &FlatAverager::set_local_velocity);
 
   py::class_<ModelAverager>(m, "ModelGradientAverager",
                            "After backward: the average of every parameter's gradient written into its .grad")

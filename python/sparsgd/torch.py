@@ -1,7 +1,7 @@
 """sparsgd for PyTorch: sparse gradient exchange over torch.distributed.
 
-Two ways in, both over the process group that ``torch.distributed.init_process_group`` created
-(gloo on CPU; a GPU job passes a gloo group: ``dist.new_group(backend="gloo")``):
+Two ways in, both in a job that called ``torch.distributed.init_process_group`` (gloo, or NCCL: the
+package then makes its own gloo group over the same ranks, collectively, when it is created):
 
 - A DDP communication hook, per bucket::
 
@@ -20,10 +20,14 @@ instead), selects entries (a compressor: ``sparsgd.COMPRESSORS``, each described
 ``sparsgd.describe()``), the workers aggregate the sparse gradients (an aggregator:
 ``sparsgd.AGGREGATORS``), and what did not get into the sum stays in the residual. The
 result is the AVERAGE over the workers (the sum divided by the world size once). The work runs
-in C++ (sparsgd._C) with the GIL released.
+in C++ (sparsgd._C) with the GIL released. Gradients on a GPU stay there: error feedback, the
+selection and the average run on the device, and only the selected pairs cross to the host, where
+the exchange runs (the device path; gradients on the CPU take the host engine).
 """
 
 import math
+import queue
+import threading
 
 import torch
 import torch.distributed as dist
@@ -104,6 +108,52 @@ def _failure_store(group):
     return (store, f"sparsgd/{count}")
 
 
+_gloo_groups = {}
+
+
+def _exchange_group(group):
+    """The group the exchange runs on: `group` if gloo serves it CPU tensors, else a gloo group over
+    the same ranks, made once per group (collective: new_group needs every rank of the job, in the
+    same order, as the constructors that call this are)."""
+    backend = str(dist.get_backend(group)).lower()
+    if backend == "gloo" or "cpu:gloo" in backend:
+        return group
+    made = _gloo_groups.get(id(group))
+    if made is None:
+        ranks = None if group == dist.distributed_c10d._get_default_group() else dist.get_process_group_ranks(group)
+        made = _gloo_groups[id(group)] = (group, dist.new_group(ranks=ranks, backend="gloo"))
+    return made[1]
+
+
+_ENGINES = ("auto", "host", "device")
+
+
+def _check_engine(engine):
+    if engine not in _ENGINES:
+        raise ValueError(f"sparsgd: engine must be one of {', '.join(repr(e) for e in _ENGINES)}, got {engine!r}")
+    return engine
+
+
+def _device_of(engine, device):
+    """Where a buffer on `device` is averaged: None for the host engine, else the device's name."""
+    if engine == "host":
+        if device.type != "cpu":
+            raise ValueError(f"sparsgd: engine='host' takes CPU gradients, not gradients on {device}")
+        return None
+    if engine == "device" or device.type != "cpu":
+        return str(device)
+    return None
+
+
+def _exchange_dtype(dtype, what):
+    """float32 is exchanged as it is; float16 and bfloat16 exactly widened to float32 and narrowed
+    back; anything else (float64 would be rounded to float32 silently) is refused."""
+    if dtype in (torch.float32, torch.float16, torch.bfloat16):
+        return dtype
+    raise TypeError(f"sparsgd: {what} has {dtype} gradients; sparsgd exchanges float32 (float16 and bfloat16 "
+                    f"widened to it): train this model in float32, or leave these parameters out")
+
+
 def _transport(process_group, options):
     if not dist.is_available():
         raise RuntimeError("sparsgd: this torch has no torch.distributed")
@@ -113,6 +163,7 @@ def _transport(process_group, options):
     group = process_group if process_group is not None else dist.distributed_c10d._get_default_group()
     if group is None or group == dist.GroupMember.NON_GROUP_MEMBER:
         raise ValueError("sparsgd: this rank is not a member of the process group")
+    group = _exchange_group(group)
     transport = _C.process_group_transport(group, options["timeout_ms"], *_failure_store(group))
     if options["network"] != "none":
         transport = _C.simulated_network(transport, options["network"])
@@ -147,10 +198,49 @@ class _StepTotals:
 
 
 class _Bucket:
-    def __init__(self, key, averager, size):
+    def __init__(self, key, averager, size, device):
         self.key = key
         self.averager = averager
-        self.output = torch.empty(size, dtype=torch.float32)
+        self.output = torch.empty(size, dtype=torch.float32, device=device)
+
+
+class _Exchanger:
+    """One thread that runs a HookState's exchanges in the order the hook submitted them (the same
+    order on every rank, as DDP calls the hook), so that the autograd thread goes on computing the
+    gradients of earlier layers meanwhile. On CUDA the work is ordered after the bucket's gradients
+    by an event and runs on a side stream; the Future carries that stream's completion to DDP."""
+
+    def __init__(self):
+        self._queue = queue.Queue()
+        self._failure = None
+        self._thread = threading.Thread(target=self._run, name="sparsgd-exchange", daemon=True)
+        self._thread.start()
+
+    def submit(self, future, work, device):
+        ready = None
+        if device.type == "cuda":
+            ready = torch.cuda.Event()
+            ready.record(torch.cuda.current_stream(device))
+        self._queue.put((future, work, device, ready))
+
+    def _run(self):
+        streams = {}
+        while True:
+            future, work, device, ready = self._queue.get()
+            if self._failure is not None:
+                future.set_exception(RuntimeError(f"sparsgd: an earlier exchange of this hook failed: {self._failure}"))
+                continue
+            try:
+                if ready is not None:
+                    stream = streams.setdefault(device, torch.cuda.Stream(device))
+                    with torch.cuda.stream(stream):
+                        stream.wait_event(ready)
+                        future.set_result(work())
+                else:
+                    future.set_result(work())
+            except BaseException as error:  # noqa: B902 - every failure goes to the Future DDP waits on
+                self._failure = error
+                future.set_exception(error)
 
 
 class HookState:
@@ -184,21 +274,30 @@ class HookState:
     is what keeps a one-epoch run within a point of dense SGD with momentum (docs/results/pytorch.md);
     without it, momentum acts on the sparse sum and stale residuals, and accuracy drops.
 
-    Creating it is collective: every rank checks that all ranks passed the same options.
-    ``last_step`` holds the statistics of the last complete step (bytes_sent, messages_sent,
-    selected, compress_s, aggregate_s, network_s, exchanges, skipped).
+    overlap (default True): the hook returns at once with a Future that a worker thread completes
+    when the bucket's exchange is done, so that DDP's backward pass computes earlier layers'
+    gradients meanwhile; the results are those of ``overlap=False``, which exchanges inside the hook.
+    engine: 'auto' (gradients on a GPU on the device path, CPU gradients on the host engine), 'host',
+    or 'device' (the device path for CPU gradients too: the same code a GPU runs). Gradients are
+    float32, or float16/bfloat16 (exchanged as float32); float64 buckets are refused.
+
+    Creating it is collective: every rank checks that all ranks passed the same options (in an
+    NCCL job, it also makes the package's gloo group). ``last_step`` holds the statistics of the
+    last complete step (bytes_sent, messages_sent, selected, compress_s, aggregate_s, network_s,
+    exchanges, skipped).
     """
 
     def __init__(self, process_group=None, compressor="topk", aggregator="gtopk-rd", density=0.01, r_factor=4.0,
                  seed=0, shared_seed=None, network="none", timeout_ms=60000, on_nonfinite="stop", module=None,
-                 momentum_correction=0.0, error_feedback=True, index_coding="raw", auto_trials=2, threshold_period=32):
+                 momentum_correction=0.0, error_feedback=True, index_coding="raw", auto_trials=2, threshold_period=32,
+                 overlap=True, engine="auto"):
         self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
                                 on_nonfinite, error_feedback, index_coding, auto_trials, threshold_period)
-        if isinstance(momentum_correction, bool) or not isinstance(momentum_correction, (int, float)) \
-                or not math.isfinite(momentum_correction) or not 0.0 <= momentum_correction < 1.0:
-            raise ValueError(f"sparsgd: momentum_correction must be a number in [0, 1) (0: off), "
-                             f"got {momentum_correction!r}")
-        self.options["momentum_correction"] = float(momentum_correction)
+        self.options["momentum_correction"] = _momentum_correction(momentum_correction)
+        if not isinstance(overlap, bool):
+            raise ValueError(f"sparsgd: overlap must be True or False, got {overlap!r}")
+        self.options["engine"] = _check_engine(engine)
+        self.overlap = overlap
         self.transport = _transport(process_group, self.options)
         self.rank = self.transport.rank
         self.world_size = self.transport.size
@@ -209,13 +308,15 @@ class HookState:
         self._buckets = {}
         self._spilled = {}  # parameter -> (residual, velocity), between a bucket rebuild and the new bucket
         self._names = {}
+        self._exchanger = None
+        self._submitted_in_step = 0
         if module is not None:
             self._names = {p.data_ptr(): name for name, p in module.named_parameters()}
 
     def _name(self, index, position, parameter):
         return self._names.get(parameter.data_ptr(), f"bucket {index} parameter {position}")
 
-    def _bucket(self, index, parameters, size):
+    def _bucket(self, index, parameters, size, device):
         key = tuple((p.data_ptr(), p.numel()) for p in parameters)
         if sum(n for _, n in key) != size:  # not one slice per parameter: keep the bucket whole
             key = ((("bucket", index), size),)
@@ -238,37 +339,63 @@ class HookState:
             else [f"bucket {index}"]
         averager = _C.FlatAverager(self.transport, [n for _, n in key], names,
                                    skip_nonfinite=self.options["on_nonfinite"] == "skip",
-                                   momentum_correction=momentum, **_exchange_kwargs(self.options))
+                                   momentum_correction=momentum, device=_device_of(self.options["engine"], device),
+                                   **_exchange_kwargs(self.options))
         if any(k in self._spilled for k in key):
-            parts = [self._spilled.pop(k, (torch.zeros(k[1]), torch.zeros(k[1]))) for k in key]
-            averager.set_residuals([torch.cat([r for r, _ in parts])])
+            parts = [self._spilled.pop(k, None) or (torch.zeros(k[1], device=device), torch.zeros(k[1], device=device))
+                     for k in key]
+            averager.set_residuals([torch.cat([r.to(device) for r, _ in parts])])
             if momentum:
-                averager.set_local_velocity(torch.cat([v for _, v in parts]))
-        bucket = _Bucket(key, averager, size)
+                averager.set_local_velocity(torch.cat([v.to(device) for _, v in parts]))
+        bucket = _Bucket(key, averager, size, device)
         self._buckets[index] = bucket
         return bucket
 
-    def _average(self, index, buffer, parameters):
+    def _average(self, index, buffer, parameters, iteration, first):
         if buffer.numel() == 0:
             return buffer
+        names = ", ".join(self._name(index, i, p) for i, p in enumerate(parameters[:3]))
+        dtype = _exchange_dtype(buffer.dtype, f"DDP bucket {index} ({names}{', ...' if len(parameters) > 3 else ''})")
         flat = buffer.detach()
-        if flat.device.type != "cpu" or flat.dtype != torch.float32 or not flat.is_contiguous():
-            flat = flat.to("cpu", torch.float32).contiguous()
-        bucket = self._bucket(index, parameters, flat.numel())
-        stats = bucket.averager.average(flat, bucket.output, self.iteration,
-                                        align_clocks=self._step.values["exchanges"] == 0)
+        if flat.dtype != torch.float32 or not flat.is_contiguous():
+            flat = flat.to(torch.float32).contiguous()
+        bucket = self._bucket(index, parameters, flat.numel(), flat.device)
+        stats = bucket.averager.average(flat, bucket.output, iteration, align_clocks=first)
         self._step.add(stats)
         if stats["skipped"]:
             bucket.output.zero_()
         out = bucket.output
-        if out.device != buffer.device or out.dtype != buffer.dtype:
-            return out.to(buffer.device, buffer.dtype)
-        return out.clone()
+        return out.to(dtype) if dtype != torch.float32 else out.clone()
 
     def _finish_step(self):
         self.last_step = self._step.values
         self._step = _StepTotals()
-        self.iteration += 1
+
+    def _exchange(self, index, buffer, parameters, iteration, first, last):
+        out = self._average(index, buffer, parameters, iteration, first)
+        if last:
+            self._finish_step()
+        return out
+
+    def submit(self, bucket):
+        """What ``hook`` does: the bucket's exchange, submitted in call order; returns its Future."""
+        index, buffer, parameters, last = bucket.index(), bucket.buffer(), bucket.parameters(), bucket.is_last()
+        # The network model's clocks are aligned once a step, before its first exchange.
+        iteration, first = self.iteration, self._submitted_in_step == 0
+        self._submitted_in_step += 1
+        if last:
+            self.iteration += 1
+            self._submitted_in_step = 0
+        if not self.overlap:
+            future = torch.futures.Future()
+            future.set_result(self._exchange(index, buffer, parameters, iteration, first, last))
+            return future
+        if self._exchanger is None:
+            self._exchanger = _Exchanger()
+        future = torch.futures.Future(devices=[buffer.device] if buffer.device.type == "cuda" else None)
+        self._exchanger.submit(future, lambda: self._exchange(index, buffer, parameters, iteration, first, last),
+                               buffer.device)
+        return future
 
     def set_density(self, density):
         """From the next exchange on (a density warm-up)."""
@@ -282,60 +409,119 @@ class HookState:
         raise TypeError("sparsgd.torch.HookState holds a live transport and cannot be pickled")
 
 
+def _momentum_correction(momentum_correction):
+    if isinstance(momentum_correction, bool) or not isinstance(momentum_correction, (int, float)) \
+            or not math.isfinite(momentum_correction) or not 0.0 <= momentum_correction < 1.0:
+        raise ValueError(f"sparsgd: momentum_correction must be a number in [0, 1) (0: off), "
+                         f"got {momentum_correction!r}")
+    return float(momentum_correction)
+
+
 def hook(state, bucket):
     """DDP communication hook: error feedback + compression + sparse aggregation of one bucket.
-    Returns a completed Future holding the bucket's averaged gradient (DDP must not divide it again:
-    it does not, with a hook)."""
-    out = state._average(bucket.index(), bucket.buffer(), bucket.parameters())
-    if bucket.is_last():
-        state._finish_step()
-    future = torch.futures.Future()
-    future.set_result(out)
-    return future
+    Returns a Future of the bucket's averaged gradient (DDP must not divide it again: it does not,
+    with a hook), completed by the state's exchange thread (``overlap=True``) or already complete."""
+    return state.submit(bucket)
 
 
-class DistributedOptimizer:
+_wrapped_classes = {}
+
+
+def _wrapped_class(optimizer_class):
+    """DistributedOptimizer mixed into the wrapped optimizer's class (Horovod's shape), so that the
+    object is an instance of both: LR schedulers, GradScaler and anything else that checks
+    isinstance or reads param_groups and state takes it as the optimizer it wraps."""
+    made = _wrapped_classes.get(optimizer_class)
+    if made is None:
+        made = _wrapped_classes[optimizer_class] = type(optimizer_class.__name__, (DistributedOptimizer, optimizer_class),
+                                                        {"__module__": __name__})
+    return made
+
+
+class DistributedOptimizer(torch.optim.Optimizer):
     """Wraps any ``torch.optim`` optimizer (Horovod's shape): ``step()`` first exchanges the
     gradients of the optimizer's parameters (error feedback, compression, sparse aggregation) and
     writes the AVERAGE into each ``.grad``, then steps the optimizer. For a model that is not
     wrapped in DDP. Call ``synchronize()`` yourself before ``step()`` to clip or inspect the
-    averaged gradients.
+    averaged gradients (then ``step()`` does not exchange again).
+
+    The object is an instance of the wrapped optimizer's class too, sharing its parameter groups
+    and state: LR schedulers, ``torch.cuda.amp.GradScaler`` (call ``synchronize()``, then
+    ``scaler.unscale_(opt)`` and ``scaler.step(opt)``) and ``state_dict`` work on it as on the
+    optimizer itself.
 
     Options as for HookState, plus ``per_layer`` (one exchange, k per tensor, instead of one over
-    the whole model). ``state_dict()`` includes the residuals and the iteration, so a run resumed
-    from it continues exactly; ``load_state_dict`` refuses a state from another rank, world size or
-    configuration. Creating it is collective and checks that all ranks agree on the options and the
-    parameter count.
+    the whole model) and ``momentum_correction`` (DGC's: each worker's velocity is exchanged; the
+    optimizer must then have no momentum of its own, which is checked). Gradients on a GPU stay
+    there (the device path). A parameter whose gradient is None on every rank keeps None (the
+    optimizer skips it, as it would without sparsgd) unless its residual carried something into
+    the average; where some ranks have one, the others take part with zeros. Parameters are
+    float32, float16 or bfloat16 on one device; sparse gradients are refused by name.
+    ``state_dict()`` is the optimizer's, with the residuals, velocities and iteration under the key
+    'sparsgd', so a run resumed from it continues exactly; ``load_state_dict`` checks everything
+    before it changes anything, and refuses a state from another rank, world size or configuration.
+    Creating it is collective and checks that all ranks agree on the options and the parameters'
+    shapes.
     """
+
+    def __new__(cls, optimizer=None, *args, **kwargs):
+        if cls is DistributedOptimizer:
+            if not isinstance(optimizer, torch.optim.Optimizer):
+                raise ValueError(f"sparsgd: DistributedOptimizer wraps a torch.optim.Optimizer, got {type(optimizer)}")
+            if isinstance(optimizer, DistributedOptimizer):
+                raise ValueError("sparsgd: this optimizer is a DistributedOptimizer already")
+            cls = _wrapped_class(type(optimizer))
+        return object.__new__(cls)
 
     def __init__(self, optimizer, named_parameters=None, process_group=None, compressor="topk",
                  aggregator="gtopk-rd", density=0.01, r_factor=4.0, seed=0, shared_seed=None, per_layer=False,
                  network="none", timeout_ms=60000, on_nonfinite="stop", error_feedback=True, index_coding="raw",
-                 auto_trials=2, threshold_period=32):
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise ValueError(f"sparsgd: DistributedOptimizer wraps a torch.optim.Optimizer, got {type(optimizer)}")
-        self.optimizer = optimizer
-        self.options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
-                                on_nonfinite, error_feedback, index_coding, auto_trials, threshold_period)
-        self.options["per_layer"] = bool(per_layer)
+                 auto_trials=2, threshold_period=32, momentum_correction=0.0, engine="auto"):
+        options = _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms,
+                           on_nonfinite, error_feedback, index_coding, auto_trials, threshold_period)
+        options["per_layer"] = bool(per_layer)
+        options["momentum_correction"] = _momentum_correction(momentum_correction)
+        options["engine"] = _check_engine(engine)
+        if options["momentum_correction"] > 0:
+            for group in optimizer.param_groups:
+                if group.get("momentum", 0) or group.get("nesterov", False):
+                    raise ValueError(f"sparsgd: momentum_correction replaces the optimizer's momentum, but a parameter "
+                                     f"group has momentum={group.get('momentum')}: build the optimizer with momentum=0")
         names = {}
         if named_parameters is not None:
             for name, p in named_parameters:
                 names[id(p)] = name
-        self._parameters = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
-        if not self._parameters:
+        parameters = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        if not parameters:
             raise ValueError("sparsgd: the optimizer has no parameters that require gradients")
+        self._names = [names.get(id(p), f"parameter {i}") for i, p in enumerate(parameters)]
+        devices = {p.device for p in parameters}
+        if len(devices) > 1:
+            raise ValueError(f"sparsgd: the parameters are on several devices ({', '.join(sorted(map(str, devices)))}); "
+                             f"DistributedOptimizer averages one device's")
+        for name, p in zip(self._names, parameters):
+            _exchange_dtype(p.dtype, f"parameter '{name}'")
+        # The wrapped optimizer's groups (the same dicts), defaults and state: one optimizer, two names.
+        torch.optim.Optimizer.__init__(self, optimizer.param_groups, optimizer.defaults)
+        self.param_groups = optimizer.param_groups
+        self.state = optimizer.state
+        for key, value in vars(optimizer).items():
+            self.__dict__.setdefault(key, value)
+        self.optimizer = optimizer
+        self.options = options
+        self._parameters = parameters
         self._layout = self._current_layout()
         self.transport = _transport(process_group, self.options)
         self.rank = self.transport.rank
         self.world_size = self.transport.size
         _agree(self.transport, self.options, "the sparsgd DistributedOptimizer's options",
-               [("parameter tensors", len(self._parameters)),
-                ("parameter elements", sum(p.numel() for p in self._parameters))])
-        self._sync = _C.ModelGradientAverager(
-            self.transport, self._parameters, [names.get(id(p), f"parameter {i}") for i, p in enumerate(self._parameters)],
-            per_layer=self.options["per_layer"], skip_nonfinite=on_nonfinite == "skip",
-            **_exchange_kwargs(self.options))
+               [("parameter shapes", [tuple(p.shape) for p in parameters])])
+        self._device = next(iter(devices))
+        self._sync = _C.FlatAverager(self.transport, [p.numel() for p in parameters], self._names,
+                                     skip_nonfinite=on_nonfinite == "skip",
+                                     momentum_correction=options["momentum_correction"], per_segment=options["per_layer"],
+                                     device=_device_of(options["engine"], self._device), **_exchange_kwargs(options))
+        self._output = torch.empty(sum(p.numel() for p in parameters), dtype=torch.float32, device=self._device)
         self.iteration = 0
         self.last_step = None
         self._synchronized = False
@@ -344,7 +530,7 @@ class DistributedOptimizer:
         return [(p.data_ptr(), p.numel()) for p in self._parameters]
 
     def _check_parameters(self):
-        now = [p for group in self.optimizer.param_groups for p in group["params"] if p.requires_grad]
+        now = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
         if len(now) != len(self._parameters) or any(a is not b for a, b in zip(now, self._parameters)):
             raise ValueError(f"sparsgd: the optimizer's parameters changed since DistributedOptimizer was created "
                              f"({len(self._parameters)} tensors then, {len(now)} now); create a new one")
@@ -355,8 +541,33 @@ class DistributedOptimizer:
     def synchronize(self):
         """Collective: the averaged gradients into every parameter's .grad; returns the statistics."""
         self._check_parameters()
-        self.last_step = self._sync.synchronize(self.iteration)
+        parts, has_gradient = [], []
+        for name, p in zip(self._names, self._parameters):
+            if p.grad is None:
+                parts.append(torch.zeros(p.numel(), dtype=torch.float32, device=self._device))
+                has_gradient.append(False)
+                continue
+            if p.grad.is_sparse:
+                raise ValueError(f"sparsgd: parameter '{name}' has a sparse gradient (nn.Embedding(sparse=True)?), "
+                                 f"which sparsgd does not exchange: use a dense gradient")
+            parts.append(p.grad.detach().reshape(-1).to(torch.float32))
+            has_gradient.append(True)
+        # Which parameters have a gradient on some rank (one small collective): the others may keep None.
+        somewhere = self.transport.any_rank(has_gradient)
+        flat = torch.cat(parts)
+        self.last_step = self._sync.average(flat, self._output, self.iteration)
         self._synchronized = True
+        if self.last_step["skipped"]:
+            return self.last_step
+        with torch.no_grad():
+            for p, average, anywhere in zip(self._parameters, torch.split(self._output, [p.numel() for p in self._parameters]),
+                                            somewhere):
+                if not anywhere and not average.any():
+                    continue  # no rank had a gradient and nothing of the residual arrived: it stays None
+                if p.grad is None:
+                    p.grad = average.view_as(p).to(p.dtype).clone()
+                else:
+                    p.grad.copy_(average.view_as(p))
         return self.last_step
 
     def step(self, closure=None):
@@ -370,19 +581,8 @@ class DistributedOptimizer:
         self.iteration += 1
         if self.last_step["skipped"]:
             return loss
-        result = self.optimizer.step()
+        result = super().step()
         return loss if closure is not None else result
-
-    def zero_grad(self, set_to_none=False):
-        self.optimizer.zero_grad(set_to_none=set_to_none)
-
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
-
-    @property
-    def state(self):
-        return self.optimizer.state
 
     def set_density(self, density):
         """From the next step on (a density warm-up)."""
@@ -393,33 +593,58 @@ class DistributedOptimizer:
 
     def _identity(self):
         # How indices travel changes no result: a state saved with one coding resumes with the other;
-        # nor does how auto settles change what the residuals mean.
+        # nor does how auto settles or which engine ran change what the residuals mean.
         identity = {k: v for k, v in self.options.items()
-                    if k not in ("timeout_ms", "network", "density", "index_coding", "auto_trials")}
+                    if k not in ("timeout_ms", "network", "density", "index_coding", "auto_trials", "engine")}
         identity.update(rank=self.rank, world_size=self.world_size,
                         elements=[p.numel() for p in self._parameters])
         return identity
 
     def state_dict(self):
-        return {"optimizer": self.optimizer.state_dict(),
-                "sparsgd": {"identity": self._identity(), "iteration": self.iteration,
-                            "density": self.options["density"], "residuals": self._sync.residuals()}}
+        state = super().state_dict()
+        state["sparsgd"] = {"identity": self._identity(), "iteration": self.iteration,
+                            "density": self.options["density"],
+                            "residuals": [r.cpu() for r in self._sync.residuals()],
+                            "velocity": self._sync.local_velocity().cpu()}
+        return state
 
     def load_state_dict(self, state_dict):
-        if not isinstance(state_dict, dict) or "sparsgd" not in state_dict or "optimizer" not in state_dict:
-            raise ValueError("sparsgd: not a DistributedOptimizer state_dict (no 'sparsgd' and 'optimizer' entries)")
+        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("sparsgd"), dict):
+            raise ValueError("sparsgd: not a DistributedOptimizer state_dict (no 'sparsgd' entry)")
         saved = state_dict["sparsgd"]
+        optimizer_state = state_dict.get("optimizer", {k: v for k, v in state_dict.items() if k != "sparsgd"})
         mine = self._identity()
+        identity = saved.get("identity")
+        if not isinstance(identity, dict):
+            raise ValueError("sparsgd: this state_dict's 'sparsgd' entry has no identity")
         for key, value in mine.items():
-            if saved["identity"].get(key) != value:
-                shown = "the parameter sizes" if key == "elements" else repr(saved["identity"].get(key))
+            if identity.get(key, None if key != "momentum_correction" else 0.0) != value:
+                shown = "the parameter sizes" if key == "elements" else repr(identity.get(key))
                 raise ValueError(f"sparsgd: this state_dict was saved with {key} = {shown}, but this optimizer has "
                                  f"{key} = {'other sizes' if key == 'elements' else repr(value)}: it belongs to another "
                                  f"rank, job or configuration")
-        self.optimizer.load_state_dict(state_dict["optimizer"])
-        self._sync.set_residuals(list(saved["residuals"]))
-        self.iteration = int(saved["iteration"])
-        self.set_density(saved["density"])
+        residuals = saved.get("residuals")
+        current = self._sync.residuals()
+        if not isinstance(residuals, (list, tuple)) or len(residuals) != len(current) or any(
+                not isinstance(r, torch.Tensor) or r.numel() != c.numel() for r, c in zip(residuals, current)):
+            raise ValueError(f"sparsgd: the state_dict's residuals do not fit this optimizer "
+                             f"({len(current)} of {[c.numel() for c in current]} values expected)")
+        velocity = saved.get("velocity", torch.zeros(0))
+        if not isinstance(velocity, torch.Tensor) or velocity.numel() != self._sync.local_velocity().numel():
+            raise ValueError("sparsgd: the state_dict's momentum-correction velocity does not fit this optimizer")
+        iteration = saved.get("iteration")
+        if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 0:
+            raise ValueError(f"sparsgd: the state_dict's iteration must be an integer >= 0, got {iteration!r}")
+        density = saved.get("density")
+        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
+                 self.options["error_feedback"])
+        # Everything checked: now change.
+        super().load_state_dict(optimizer_state)
+        self._sync.set_residuals([r.to(self._device) for r in residuals])
+        if velocity.numel():
+            self._sync.set_local_velocity(velocity.to(self._device))
+        self.iteration = iteration
+        self.set_density(density)
 
     def __repr__(self):
         return f"sparsgd.torch.DistributedOptimizer({self.optimizer!r}, {self.options})"
@@ -443,9 +668,9 @@ def broadcast_parameters(params, root_rank=0, process_group=None):
 def broadcast_optimizer_state(optimizer, root_rank=0, process_group=None):
     """Copies the root rank's optimizer state (a torch.optim optimizer, or the one a
     DistributedOptimizer wraps) to every rank."""
-    if isinstance(optimizer, DistributedOptimizer):
-        optimizer = optimizer.optimizer
-    state = [optimizer.state_dict() if dist.get_rank() == root_rank else None]
+    # A DistributedOptimizer's own optimizer state, without its residuals (each rank keeps its own).
+    plain = super(DistributedOptimizer, optimizer) if isinstance(optimizer, DistributedOptimizer) else optimizer
+    state = [plain.state_dict() if dist.get_rank() == root_rank else None]
     dist.broadcast_object_list(state, src=root_rank, group=process_group)
     if dist.get_rank() != root_rank:
-        optimizer.load_state_dict(state[0])
+        plain.load_state_dict(state[0])

@@ -180,6 +180,10 @@ void register_train(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_flag("--per-layer", c->per_layer, "compress each layer on its own");
+  cmd->add_option("--device", c->device,
+                  "cpu, cuda (each worker a GPU in turn; under mpirun the GPU of its local rank) or cuda:N: where "
+                  "forward, backward, selection and error feedback run (the exchange runs on the host)")
+      ->capture_default_str();
   cmd->add_option("--seed", c->seed, "seed")->capture_default_str()->check(non_negative_integer());
   cmd->add_option("--out", c->out_dir, "run directory (default: runs/train-TIMESTAMP)")->check(non_empty_path());
   cmd->add_option("--checkpoint-every", c->checkpoint_every, "checkpoint every N iterations (0: never)")->capture_default_str();

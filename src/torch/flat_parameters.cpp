@@ -47,7 +47,9 @@ FlatParameters::FlatParameters(std::vector<torch::Tensor> parameters) : paramete
     SPARSGD_ENFORCE(p.defined(), describe(i, count, p) << " is an undefined tensor");
     SPARSGD_ENFORCE(p.scalar_type() == torch::kFloat32,
                     describe(i, count, p) << " must be float32, got " << p.scalar_type());
-    SPARSGD_ENFORCE(p.device().is_cpu(), describe(i, count, p) << " must live on the CPU, got " << p.device());
+    SPARSGD_ENFORCE(p.device() == parameters_.front().device(),
+                    describe(i, count, p) << " is on " << p.device() << ", the first on " << parameters_.front().device()
+                                          << ": one device for all");
     // The flat copies are one memcpy per parameter, which needs the plain row-major layout.
     SPARSGD_ENFORCE(p.is_contiguous(), describe(i, count, p) << " must be contiguous");
     const auto n = static_cast<std::size_t>(p.numel());
@@ -97,7 +99,67 @@ void FlatParameters::gather_values(std::span<float> out) const {
   SPARSGD_ENFORCE_EQ(out.size(), size_, "gather_values: the output must hold every parameter");
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const auto [begin, end] = ranges_[i];
-    std::memcpy(out.data() + begin, parameters_[i].data_ptr<float>(), (end - begin) * sizeof(float));
+    if (parameters_[i].device().is_cpu()) {
+      std::memcpy(out.data() + begin, parameters_[i].data_ptr<float>(), (end - begin) * sizeof(float));
+    } else {
+      view_of(out.data() + begin, parameters_[i]).copy_(parameters_[i]);
+    }
+  }
+}
+
+torch::Device FlatParameters::device() const {
+  return parameters_.empty() ? torch::Device(torch::kCPU) : parameters_.front().device();
+}
+
+torch::Tensor FlatParameters::gradients() const {
+  std::vector<torch::Tensor> parts;
+  parts.reserve(parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const auto& p = parameters_[i];
+    const auto& g = p.grad();
+    if (!g.defined()) {
+      // The parameter took no part in the loss: its gradient is zero, not missing.
+      parts.push_back(torch::zeros({p.numel()}, p.options()));
+      continue;
+    }
+    SPARSGD_ENFORCE_EQ(g.numel(), p.numel(), "the gradient of " << describe(i, parameters_.size(), p) << " has a different size");
+    SPARSGD_ENFORCE(g.scalar_type() == torch::kFloat32 && g.device() == p.device(),
+                    "the gradient of " << describe(i, parameters_.size(), p) << " must be float32 on " << p.device()
+                                       << ", got " << g.scalar_type() << " on " << g.device());
+    parts.push_back(g.reshape({-1}));
+  }
+  return parts.empty() ? torch::empty({0}, torch::TensorOptions().dtype(torch::kFloat32).device(device()))
+                       : torch::cat(parts);
+}
+
+void FlatParameters::set_gradients(const torch::Tensor& flat) {
+  SPARSGD_ENFORCE_EQ(static_cast<std::size_t>(flat.numel()), size_, "set_gradients: the input must cover every parameter");
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    auto& p = parameters_[i];
+    const auto [begin, end] = ranges_[i];
+    auto& g = p.mutable_grad();
+    const torch::Tensor part = flat.narrow(0, static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - begin));
+    if (!g.defined()) g = torch::empty_like(p, torch::MemoryFormat::Contiguous);
+    g.copy_(part.view(p.sizes()));
+  }
+}
+
+torch::Tensor FlatParameters::values() const {
+  std::vector<torch::Tensor> parts;
+  parts.reserve(parameters_.size());
+  for (const auto& p : parameters_) parts.push_back(p.detach().reshape({-1}));
+  return parts.empty() ? torch::empty({0}, torch::TensorOptions().dtype(torch::kFloat32).device(device()))
+                       : torch::cat(parts);
+}
+
+void FlatParameters::set_values(const torch::Tensor& flat) {
+  SPARSGD_ENFORCE_EQ(static_cast<std::size_t>(flat.numel()), size_, "set_values: the input must cover every parameter");
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    auto& p = parameters_[i];
+    const auto [begin, end] = ranges_[i];
+    p.copy_(flat.narrow(0, static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - begin)).view(p.sizes()));
   }
 }
 

@@ -6,9 +6,7 @@
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::torch_layer {
-namespace {
-
-const SgdConfig& validated(const SgdConfig& sgd) {
+const SgdConfig& validate_sgd(const SgdConfig& sgd) {
   SPARSGD_ENFORCE(std::isfinite(sgd.momentum) && sgd.momentum >= 0.0 && sgd.momentum < 1.0,
                   "momentum must be in [0, 1), got " << sgd.momentum);
   SPARSGD_ENFORCE(std::isfinite(sgd.weight_decay) && sgd.weight_decay >= 0.0,
@@ -16,14 +14,12 @@ const SgdConfig& validated(const SgdConfig& sgd) {
   return sgd;
 }
 
-}  // namespace
-
 MomentumSgd::MomentumSgd(transport::Transport& transport, std::vector<torch::Tensor> parameters,
                                            std::vector<std::string> names, const collectives::ExchangeConfig& exchange,
                                            const SgdConfig& sgd)
     : transport_(transport),
       flat_(std::move(parameters)),
-      sgd_(validated(sgd)),
+      sgd_(validate_sgd(sgd)),
       averager_(transport, flat_.layer_ranges(), std::move(names), exchange, sgd.per_layer, sgd.skip_nonfinite,
                 sgd.momentum_correction ? sgd.momentum : 0.0) {
   const std::size_t n = flat_.size();

@@ -118,7 +118,7 @@ def test_network_model_reports_the_exchange_time_on_the_papers_cluster(run_worke
 def empty_bucket_worker(rank, world_size):
     state = st.HookState(density=0.1)
     empty = torch.empty(0)
-    out = state._average(0, empty, [])
+    out = state._average(0, empty, [], 0, True)
     return out.numel(), len(state._buckets)
 
 

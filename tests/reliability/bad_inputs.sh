@@ -110,6 +110,8 @@ if with_torch; then
     train --compressor randk-unbiased --aggregator randk-shared
   reject train_dense_compressor_sparse_aggregator "the none compressor sends all n entries: use the dense aggregator, or density 1" \
     train --compressor none --aggregator gtopk-rd
+  reject train_device_unknown "--device must be cpu, cuda or cuda:N, got 'gpu'" train --device gpu
+  reject train_device_past_the_last "--device cuda:99: (no CUDA GPU is visible|this process sees)" train --device cuda:99
   reject train_validation_negative "--validation must be >= 0" train --validation -1
   reject train_validation_everything "--validation 60000 leaves nothing to train on: the training set has 60000 examples" \
     train --validation 60000 --max-iters 1 --network none --out "$work/validation-everything"

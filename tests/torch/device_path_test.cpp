@@ -19,6 +19,7 @@
 #include "sparsgd/torch/device_gradient_averager.hpp"
 #include "sparsgd/torch/device_selection.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
+#include "sparsgd/torch/training_optimizer.hpp"
 #include "sparsgd/transport/local.hpp"
 
 namespace sparsgd::torch_layer::device_path_test {
@@ -211,6 +212,94 @@ TEST(DeviceGradientAverager, MatchesTheHostAveragerForEveryCompressorAndAggregat
     }
   }
   EXPECT_GT(cases, 7 * 30);
+}
+
+// The same values in every thread (torch's global generator is shared between the workers' threads).
+std::vector<torch::Tensor> small_model() {
+  std::vector<torch::Tensor> out;
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{7, 5}, {11}, {3, 2}}) {
+    const auto n = static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()));
+    out.push_back(tensor_of(test::synthetic(n, Distribution::normal, 4 + out.size())).view(shape).requires_grad_());
+  }
+  return out;
+}
+
+void set_gradients(std::vector<torch::Tensor>& parameters, int rank, std::uint64_t step) {
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    std::vector<float> g(static_cast<std::size_t>(parameters[i].numel()));
+    fill_gradient(g, 31 + i, rank, step);
+    parameters[i].mutable_grad() = tensor_of(g).view(parameters[i].sizes());
+  }
+}
+
+// The trainer's optimizers on the device path (what --device cuda runs) and on the host engine,
+// from the same parameters and gradients: the same parameters after several steps (to a float
+// rounding), and a checkpoint of one resumes on the other.
+TEST(DeviceTrainingOptimizer, StepsAsTheHostOptimizerDoes) {
+  struct Case {
+    std::string optimizer;
+    SgdConfig sgd;
+  };
+  const std::vector<Case> cases = {
+      {"sgd", {.momentum = 0.9, .weight_decay = 1e-3}},
+      {"sgd", {.momentum = 0.9, .nesterov = true, .weight_decay = 1e-3, .per_layer = true}},
+      {"sgd", {.momentum = 0.9, .weight_decay = 1e-3, .momentum_correction = true}},
+      {"adam", {.momentum = 0.0, .weight_decay = 1e-3}},
+      {"adamw", {.momentum = 0.0, .weight_decay = 1e-2}},
+  };
+  const int workers = 3, steps = 4;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.optimizer + (c.sgd.momentum_correction ? " momentum correction" : "") +
+                 (c.sgd.nesterov ? " nesterov per layer" : ""));
+    std::vector<std::vector<float>> host(workers), device(workers);
+    transport::run_local_workers(workers, [&](transport::Transport& t) {
+      auto a = small_model(), b = small_model();
+      const auto config = config_for("topk", "gtopk-rd");
+      auto on_host = make_training_optimizer(c.optimizer, t, a, {"w", "b", "v"}, config, c.sgd, false);
+      auto on_device = make_training_optimizer(c.optimizer, t, b, {"w", "b", "v"}, config, c.sgd, true);
+      for (int s = 0; s < steps; ++s) {
+        set_gradients(a, t.rank(), static_cast<std::uint64_t>(s));
+        set_gradients(b, t.rank(), static_cast<std::uint64_t>(s));
+        on_host->step(static_cast<std::uint64_t>(s), 0.1);
+        on_device->step(static_cast<std::uint64_t>(s), 0.1);
+      }
+      // The device path's checkpoint, resumed on the host engine, steps as the device path goes on.
+      Checkpoint saved;
+      on_device->save(saved);
+      auto c_model = small_model();
+      std::vector<float> values(on_device->size());
+      on_device->flat().gather_values(values);
+      auto resumed = make_training_optimizer(c.optimizer, t, c_model, {"w", "b", "v"}, config, c.sgd, false);
+      resumed->flat().scatter_values(values);
+      resumed->load(saved);
+      set_gradients(b, t.rank(), steps);
+      set_gradients(c_model, t.rank(), steps);
+      on_device->step(steps, 0.1);
+      resumed->step(steps, 0.1);
+      std::vector<float> h(on_host->size()), d(on_device->size()), r(resumed->size());
+      on_host->flat().gather_values(h);
+      on_device->flat().gather_values(d);
+      resumed->flat().gather_values(r);
+      for (std::size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(r[i], d[i], 1e-5f * (1.0f + std::abs(d[i]))) << i;
+      host[static_cast<std::size_t>(t.rank())] = h;
+      device[static_cast<std::size_t>(t.rank())] = floats_of(on_device->flat().values());
+      // h is one step behind d: compare d with a host run of the same length below.
+      host[static_cast<std::size_t>(t.rank())] = [&] {
+        set_gradients(a, t.rank(), steps);
+        on_host->step(steps, 0.1);
+        std::vector<float> out(on_host->size());
+        on_host->flat().gather_values(out);
+        return out;
+      }();
+    });
+    for (int w = 0; w < workers; ++w) {
+      const auto& h = host[static_cast<std::size_t>(w)];
+      const auto& d = device[static_cast<std::size_t>(w)];
+      ASSERT_EQ(h.size(), d.size());
+      for (std::size_t i = 0; i < h.size(); ++i) EXPECT_NEAR(d[i], h[i], 1e-5f * (1.0f + std::abs(h[i]))) << "rank " << w << " entry " << i;
+      EXPECT_EQ(d, device[0]) << "rank " << w << " differs from rank 0";
+    }
+  }
 }
 
 TEST(DeviceGradientAverager, NamesTheParameterOfANonFiniteGradient) {

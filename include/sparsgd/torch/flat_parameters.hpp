@@ -15,7 +15,9 @@ namespace sparsgd::torch_layer {
 class FlatParameters {
  public:
   // `parameters` are typically module.parameters(). Each must be a defined, contiguous float32
-  // CPU tensor; anything else throws sparsgd::InvalidArgument naming the parameter's position.
+  // tensor, all on one device; anything else throws sparsgd::InvalidArgument naming the
+  // parameter's position. The span forms below take gradients on the CPU; the tensor forms stay on
+  // the parameters' device.
   // The tensors are held by handle, so gradients the module computes later are seen here.
   explicit FlatParameters(std::vector<torch::Tensor> parameters);
 
@@ -32,6 +34,14 @@ class FlatParameters {
   // not record autograd history and keep the parameters leaves that require grad.
   void gather_values(std::span<float> out) const;
   void scatter_values(std::span<const float> in);
+
+  // On the parameters' device: every .grad() concatenated (zeros where undefined), and back; the
+  // values likewise.
+  torch::Device device() const;
+  torch::Tensor gradients() const;
+  void set_gradients(const torch::Tensor& flat);
+  torch::Tensor values() const;
+  void set_values(const torch::Tensor& flat);
 
   // [begin, end) of each parameter in the flat buffer, in parameter order.
   const std::vector<std::pair<std::size_t, std::size_t>>& layer_ranges() const { return ranges_; }

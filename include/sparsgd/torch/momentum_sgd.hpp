@@ -36,6 +36,9 @@ struct SgdConfig {
   bool skip_nonfinite = false;
 };
 
+// Throws InvalidArgument for a momentum outside [0, 1) or a negative weight decay; returns sgd.
+const SgdConfig& validate_sgd(const SgdConfig& sgd);
+
 class MomentumSgd {
  public:
   // `names` label the parameters in error messages (same order as `parameters`).

@@ -25,6 +25,9 @@ inline collectives::ExchangeOptions default_exchange() {
 
 struct TrainConfig {
   int workers = 4;                 // in-process workers (ignored under MPI: one per rank)
+  // cpu, cuda or cuda:N (torch/worker_device.hpp): where forward, backward, the selection and
+  // error feedback run; the exchange itself runs on the host.
+  std::string device = "cpu";
   // What is trained on what (sparsgd/torch/task.hpp): fashion-mnist, cifar10 or lm.
   std::string task = "fashion-mnist";
   std::string data_dir;            // empty: the task's default (fashion-mnist: Debian's package)

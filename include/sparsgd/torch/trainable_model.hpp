@@ -25,6 +25,8 @@ class TrainableModel {
   // evaluation, and checkpointed.
   virtual std::vector<torch::Tensor> float_buffers() = 0;
   virtual void set_training(bool training) = 0;
+  // Moves parameters and buffers to `device`, in place (the tensors named above stay valid).
+  virtual void to(const torch::Device& device) = 0;
 
   std::vector<torch::Tensor> parameters();
   std::int64_t parameter_count();  // trainable scalars
@@ -38,6 +40,7 @@ class ModuleModel : public TrainableModel {
   std::vector<std::pair<std::string, torch::Tensor>> named_parameters() override;
   std::vector<torch::Tensor> float_buffers() override;
   void set_training(bool training) override { module_->train(training); }
+  void to(const torch::Device& device) override { module_->to(device); }
 
  private:
   std::shared_ptr<torch::nn::Module> module_;
@@ -53,6 +56,7 @@ class ScriptedModel : public TrainableModel {
   std::vector<std::pair<std::string, torch::Tensor>> named_parameters() override;
   std::vector<torch::Tensor> float_buffers() override;
   void set_training(bool training) override { module_.train(training); }
+  void to(const torch::Device& device) override { module_.to(device); }
   // Throws InvalidData naming the file when forward fails or does not return a tensor.
   torch::Tensor forward(std::vector<torch::jit::IValue> inputs);
   const std::string& path() const { return path_; }

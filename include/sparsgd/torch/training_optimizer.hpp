@@ -34,11 +34,13 @@ class TrainingOptimizer {
   // InvalidData naming a missing or misfitting section).
   virtual void save(Checkpoint& checkpoint) const = 0;
   virtual void load(const Checkpoint& checkpoint) = 0;
-  // Its exchanges, for reports (what auto settled on).
-  virtual const GradientAverager& averager() const = 0;
+  // Its exchanges' aggregators, for reports (what auto settled on).
+  virtual std::vector<const collectives::Aggregator*> aggregators() const = 0;
 };
 
-// The names make_training_optimizer accepts: sgd (momentum SGD as configured by `sgd`), adam,
+// Parameters on a GPU take the device path (torch/device_gradient_averager.hpp: the averaging and
+// the update stay on the GPU); device_path takes it for CPU parameters too (the same code, as the
+// tests run it). The names make_training_optimizer accepts: sgd (momentum SGD as configured by `sgd`), adam,
 // adamw (torch::optim, betas 0.9 and 0.999, weight decay from `sgd.weight_decay`; momentum,
 // Nesterov and momentum correction belong to sgd and are refused with them).
 const std::vector<std::string>& training_optimizer_names();
@@ -47,6 +49,6 @@ std::unique_ptr<TrainingOptimizer> make_training_optimizer(const std::string& na
                                                            std::vector<torch::Tensor> parameters,
                                                            std::vector<std::string> names,
                                                            const collectives::ExchangeConfig& exchange,
-                                                           const SgdConfig& sgd);
+                                                           const SgdConfig& sgd, bool device_path = false);
 
 }  // namespace sparsgd::torch_layer

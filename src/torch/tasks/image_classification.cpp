@@ -13,6 +13,7 @@
 #include "sparsgd/torch/fashion_mnist.hpp"
 #include "sparsgd/torch/models.hpp"
 #include "sparsgd/torch/sharding.hpp"
+#include "sparsgd/torch/worker_device.hpp"
 #include "tasks.hpp"
 
 namespace sparsgd::torch_layer {
@@ -97,13 +98,23 @@ class ImageModel {
     model_ = std::make_unique<ModuleModel>(builtin_);
   }
   TrainableModel& trainable() { return *model_; }
-  torch::Tensor forward(const torch::Tensor& x) { return builtin_ ? builtin_->forward(x) : scripted_->forward({x}); }
+  void to(const torch::Device& device) {
+    model_->to(device);
+    device_ = device;
+  }
+  const torch::Device& device() const { return device_; }
+  // The batch goes to the model's device first (its labels: labels()).
+  torch::Tensor forward(const torch::Tensor& batch) {
+    const torch::Tensor x = batch.to(device_);
+    return builtin_ ? builtin_->forward(x) : scripted_->forward({x});
+  }
   bool scripted() const { return scripted_ != nullptr; }
 
  private:
   std::shared_ptr<Classifier> builtin_;
   ScriptedModel* scripted_ = nullptr;
   std::unique_ptr<TrainableModel> model_;
+  torch::Device device_ = torch::kCPU;
 };
 
 class ImageWorker final : public TaskWorker {
@@ -112,6 +123,7 @@ class ImageWorker final : public TaskWorker {
               const TrainConfig& config, int rank, int workers)
       : spec_(spec), train_(train), validation_(validation), test_(test), config_(config), rank_(rank), workers_(workers),
         model_(config.model, spec.shape, config.seed) {
+    model_.to(worker_device(config.device, rank));
     if (model_.scripted()) check_output();
   }
 
@@ -135,7 +147,7 @@ class ImageWorker final : public TaskWorker {
     const auto index = torch::from_blob(const_cast<std::int64_t*>(rows), {count}, torch::kInt64);
     const Augment augment{spec_.augment, mix_seed(config_.seed, 0xa0a0, static_cast<std::uint64_t>(epoch))};
     const auto x = inputs(train_, rows, count, augment);
-    const auto y = train_.labels.index_select(0, index);
+    const auto y = train_.labels.index_select(0, index).to(model_.device());
     const auto loss = torch::nn::functional::cross_entropy(model_.forward(x), y);
     loss.backward();
     return loss.item<double>();
@@ -154,7 +166,7 @@ class ImageWorker final : public TaskWorker {
       rows.resize(static_cast<std::size_t>(hi - lo));
       for (std::int64_t i = lo; i < hi; ++i) rows[static_cast<std::size_t>(i - lo)] = i;
       const auto x = inputs(set, rows.data(), hi - lo, Augment{});
-      const auto y = set.labels.slice(0, lo, hi);
+      const auto y = set.labels.slice(0, lo, hi).to(model_.device());
       const auto logits = model_.forward(x);
       totals[0] += torch::nn::functional::cross_entropy(
                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))

@@ -1,4 +1,5 @@
 #include "sparsgd/torch/train_config.hpp"
+#include "sparsgd/torch/worker_device.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -147,6 +148,9 @@ void validate(const TrainConfig& c) {
                     "--model " << model << " is not a model of --task " << c.task << " (expected " << models_of(c.task)
                                << ")");
   }
+  check_device(c.device);
+  SPARSGD_ENFORCE(c.device == "cpu" || c.task != "lm",
+                  "--task lm trains on the CPU only (--device cpu); the image tasks train on a GPU");
   SPARSGD_ENFORCE(c.bptt >= 1, "--bptt must be at least 1, got " << c.bptt);
   SPARSGD_ENFORCE(c.hidden_size >= 1 && c.hidden_size <= 65536, "--hidden-size must be in [1, 65536], got " << c.hidden_size);
   SPARSGD_ENFORCE(std::isfinite(c.dropout) && c.dropout >= 0.0 && c.dropout < 1.0,

@@ -146,8 +146,9 @@ class TrainingRun {
     summary_.communication_seconds = state_.communication_seconds;
     summary_.wall_seconds = wall();
     summary_.auto_settled.clear();
-    for (std::size_t e = 0; summary_.auto_network && e < optimizer_->averager().exchange_count(); ++e) {
-      if (const collectives::AutoDecision* d = collectives::auto_decision(optimizer_->averager().exchange(e).aggregator())) {
+    for (const collectives::Aggregator* aggregator : summary_.auto_network ? optimizer_->aggregators()
+                                                                           : std::vector<const collectives::Aggregator*>{}) {
+      if (const collectives::AutoDecision* d = collectives::auto_decision(*aggregator)) {
         summary_.auto_settled.emplace_back(d->settled.empty() ? d->last_choice : d->settled);
       }
     }
