@@ -30,6 +30,7 @@
 #include "sparsgd/cuda/magnitude_counts.hpp"
 #endif
 #include "sparsgd/torch/device_gradient_averager.hpp"
+#include "sparsgd/torch/device_selection.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
 #include "sparsgd/torch/model_gradient_averager.hpp"
 #include "sparsgd/torch/process_group_transport.hpp"
@@ -456,6 +457,33 @@ PYBIND11_MODULE(_C, m) {
     return h;
   }, py::arg("inner"), py::arg("network"),
         "The alpha-beta network model around a transport: 1gbe, 10gbe, paper-1gbe or alpha=S,bw=BITS");
+
+  m.def("selection", [](const torch::Tensor& acc, const std::string& compressor, std::size_t k, std::uint64_t iteration,
+                        int rank, std::uint64_t seed, double r_factor, std::uint64_t threshold_period, bool shared_seed,
+                        const std::string& engine) {
+    compress::CompressorConfig config;
+    config.name = compressor;
+    config.seed = seed;
+    config.r_factor = r_factor;
+    config.threshold_period = threshold_period;
+    config.shared_seed = shared_seed;
+    SPARSGD_ENFORCE(engine == "host" || engine == "device", "engine must be 'host' or 'device', got '" << engine << "'");
+    const compress::CompressContext context{iteration, rank};
+    py::gil_scoped_release release;
+    if (engine == "device") {
+      const auto selection = torch_layer::make_device_compressor(config)->select(acc, k, context);
+      return std::make_pair(selection.indices, selection.values);
+    }
+    const torch::Tensor host = acc.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    SparseVector out;
+    compress::make_compressor(config)->compress(float_span(host, "acc"), k, context, out);
+    std::vector<std::int64_t> indices(out.indices.begin(), out.indices.end());
+    return std::make_pair(torch::tensor(indices, torch::kInt64), torch::tensor(out.values, torch::kFloat32));
+  }, py::arg("acc"), py::arg("compressor"), py::arg("k"), py::arg("iteration") = 0, py::arg("rank") = 0,
+        py::arg("seed") = 0, py::arg("r_factor") = 4.0, py::arg("threshold_period") = 32, py::arg("shared_seed") = false,
+        py::arg("engine") = "device",
+        "One selection of a compressor (tests, benchmarks): (indices, values); engine 'device' on acc's device "
+        "(the device path), 'host' by the host engine (a copy on the CPU)");
 
   m.def("delayed_transport", [](std::shared_ptr<Handle> inner, double delay_ms) {
     SPARSGD_ENFORCE(std::isfinite(delay_ms) && delay_ms >= 0.0 && delay_ms <= 60'000.0,

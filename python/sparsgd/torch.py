@@ -26,6 +26,7 @@ the exchange runs (the device path; gradients on the CPU take the host engine).
 """
 
 import math
+import numbers
 import queue
 import threading
 
@@ -40,6 +41,20 @@ _STAT_KEYS = ("bytes_sent", "messages_sent", "selected", "compress_s", "aggregat
               "feedback_s", "network_s")
 
 
+# The longest wait the transports take: a signed 32-bit count of milliseconds, the CLI's range; far
+# larger ones would overflow the clock arithmetic of the waits.
+_MAX_TIMEOUT_MS = 2**31 - 1
+
+
+def _is_real(value):
+    """A real number (numpy's scalars included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_integer(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _options(compressor, aggregator, density, r_factor, seed, shared_seed, network, timeout_ms, on_nonfinite,
              error_feedback=True, index_coding="raw", auto_trials=2, threshold_period=32):
     """The exchange options, checked, with the CLI's names and defaults: their Python types here, their
@@ -48,16 +63,15 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
         raise ValueError(f"sparsgd: unknown compressor {compressor!r}; one of {', '.join(_C.compressor_names())}")
     if aggregator not in _C.aggregator_names():
         raise ValueError(f"sparsgd: unknown aggregator {aggregator!r}; one of {', '.join(_C.aggregator_names())}")
-    if isinstance(density, bool) or not isinstance(density, (int, float)) or not math.isfinite(density) \
-            or not 0.0 < density <= 1.0:
+    if not _is_real(density) or not math.isfinite(density) or not 0.0 < density <= 1.0:
         raise ValueError(f"sparsgd: density must be a number in (0, 1], got {density!r}")
-    if isinstance(r_factor, bool) or not isinstance(r_factor, (int, float)) or not math.isfinite(r_factor) \
-            or r_factor < 1.0:
+    if not _is_real(r_factor) or not math.isfinite(r_factor) or r_factor < 1.0:
         raise ValueError(f"sparsgd: r_factor must be a number >= 1, got {r_factor!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"sparsgd: seed must be an integer >= 0, got {seed!r}")
-    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
-        raise ValueError(f"sparsgd: timeout_ms must be an integer > 0, got {timeout_ms!r}")
+    if not _is_integer(seed) or not 0 <= seed < 2**64:
+        raise ValueError(f"sparsgd: seed must be an integer in [0, 2**64), got {seed!r}")
+    if not _is_integer(timeout_ms) or not 0 < timeout_ms <= _MAX_TIMEOUT_MS:
+        raise ValueError(f"sparsgd: timeout_ms must be an integer in [1, {_MAX_TIMEOUT_MS}] (about 24 days), "
+                         f"got {timeout_ms!r}")
     if on_nonfinite not in ("stop", "skip"):
         raise ValueError(f"sparsgd: on_nonfinite must be 'stop' or 'skip', got {on_nonfinite!r}")
     if network is None:
@@ -70,9 +84,9 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
     if index_coding not in codings:
         raise ValueError(f"sparsgd: index_coding must be {' or '.join(repr(c) for c in codings)}, got {index_coding!r}")
     most = _C.max_auto_trials()
-    if isinstance(auto_trials, bool) or not isinstance(auto_trials, int) or not 0 <= auto_trials <= most:
+    if not _is_integer(auto_trials) or not 0 <= auto_trials <= most:
         raise ValueError(f"sparsgd: auto_trials must be an integer in [0, {most}], got {auto_trials!r}")
-    if isinstance(threshold_period, bool) or not isinstance(threshold_period, int) or threshold_period < 1:
+    if not _is_integer(threshold_period) or not 1 <= threshold_period < 2**64:
         raise ValueError(f"sparsgd: threshold_period must be an integer >= 1, got {threshold_period!r}")
     if shared_seed is None:
         shared_seed = _C.aggregator_properties(aggregator)["needs_shared_indices"]
@@ -81,10 +95,10 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
     _C.validate_exchange(compressor, aggregator, float(density), float(r_factor), seed, bool(shared_seed),
                          error_feedback, index_coding, auto_trials, threshold_period)
     return {"compressor": compressor, "aggregator": aggregator, "density": float(density),
-            "r_factor": float(r_factor), "seed": seed, "shared_seed": bool(shared_seed),
+            "r_factor": float(r_factor), "seed": int(seed), "shared_seed": bool(shared_seed),
             "error_feedback": error_feedback, "index_coding": index_coding,
-            "auto_trials": auto_trials, "threshold_period": threshold_period, "network": network,
-            "timeout_ms": timeout_ms,
+            "auto_trials": int(auto_trials), "threshold_period": int(threshold_period), "network": network,
+            "timeout_ms": int(timeout_ms),
             "on_nonfinite": on_nonfinite}
 
 
@@ -410,8 +424,8 @@ class HookState:
 
 
 def _momentum_correction(momentum_correction):
-    if isinstance(momentum_correction, bool) or not isinstance(momentum_correction, (int, float)) \
-            or not math.isfinite(momentum_correction) or not 0.0 <= momentum_correction < 1.0:
+    if not _is_real(momentum_correction) or not math.isfinite(momentum_correction) \
+            or not 0.0 <= momentum_correction < 1.0:
         raise ValueError(f"sparsgd: momentum_correction must be a number in [0, 1) (0: off), "
                          f"got {momentum_correction!r}")
     return float(momentum_correction)
@@ -633,8 +647,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if not isinstance(velocity, torch.Tensor) or velocity.numel() != self._sync.local_velocity().numel():
             raise ValueError("sparsgd: the state_dict's momentum-correction velocity does not fit this optimizer")
         iteration = saved.get("iteration")
-        if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 0:
-            raise ValueError(f"sparsgd: the state_dict's iteration must be an integer >= 0, got {iteration!r}")
+        if not _is_integer(iteration) or not 0 <= iteration < 2**63:
+            raise ValueError(f"sparsgd: the state_dict's iteration must be an integer in [0, 2**63), got {iteration!r}")
         density = saved.get("density")
         _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
                  self.options["error_feedback"])
@@ -643,7 +657,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._sync.set_residuals([r.to(self._device) for r in residuals])
         if velocity.numel():
             self._sync.set_local_velocity(velocity.to(self._device))
-        self.iteration = iteration
+        self.iteration = int(iteration)
         self.set_density(density)
 
     def __repr__(self):

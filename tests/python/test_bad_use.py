@@ -32,7 +32,9 @@ def test_refuses_to_start_without_a_process_group():
     ({"aggregator": "ring"}, "unknown aggregator 'ring'"),
     ({"aggregator": 3}, "unknown aggregator 3"),
     ({"r_factor": 0.5}, "r_factor must be a number >= 1"),
-    ({"timeout_ms": 0}, "timeout_ms must be an integer > 0"),
+    ({"timeout_ms": 0}, "timeout_ms must be an integer in \\[1, 2147483647\\]"),
+    ({"timeout_ms": 10**13}, "timeout_ms must be an integer in \\[1, 2147483647\\]"),
+    ({"seed": 2**64}, "seed must be an integer in \\[0, 2\\*\\*64\\)"),
     ({"on_nonfinite": "ignore"}, "on_nonfinite must be 'stop' or 'skip'"),
     ({"seed": -1}, "seed"),
     ({"momentum_correction": 1.0}, "momentum_correction must be a number in \\[0, 1\\)"),
@@ -51,6 +53,14 @@ def test_refuses_to_start_without_a_process_group():
 def test_refuses_bad_options_before_anything_else(kwargs, message):
     with pytest.raises(ValueError, match=message):
         st.HookState(**kwargs)
+
+
+def test_numpy_scalars_are_numbers():
+    """np.float32(0.01) is a density and np.int64(3) a seed, as torch takes them: the options pass
+    the checks (and then ask for a process group, which this process has not made)."""
+    import numpy as np
+    with pytest.raises(RuntimeError, match="torch.distributed is not initialized"):
+        st.HookState(density=np.float32(0.01), seed=np.int64(3), r_factor=np.float64(2.0))
 
 
 def test_the_package_names_the_build_it_runs():
