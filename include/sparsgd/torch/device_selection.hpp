@@ -47,6 +47,9 @@ namespace device_ops {
 torch::Tensor magnitude_keys(const torch::Tensor& x);
 // Throws InvalidData naming the first NaN or Inf of x as select::check_finite does, given its keys.
 void check_finite(const torch::Tensor& x, const torch::Tensor& keys, const char* what);
+// The k-th largest of the keys (1 <= k <= n), a 0-dimensional int32 tensor on their device: on a
+// GPU the radix select of cuda/kth_largest_key.hpp (three read passes), elsewhere torch's topk.
+torch::Tensor kth_largest_key(const torch::Tensor& keys, std::size_t k);
 // Exact top-k by magnitude, ties to the lower index: ascending int64 indices (select::topk's).
 torch::Tensor exact_topk_indices(const torch::Tensor& keys, std::size_t k);
 }  // namespace device_ops

@@ -8,12 +8,16 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "sparsgd/core/density.hpp"
 #include "sparsgd/core/error.hpp"
 #include "sparsgd/select/magnitude.hpp"
 #include "sparsgd/select/rtopk.hpp"
 #include "sparsgd/select/threshold.hpp"
+#ifdef SPARSGD_HAVE_CUDA
+#include "sparsgd/cuda/kth_largest_key.hpp"
+#endif
 
 namespace sparsgd::torch_layer {
 
@@ -31,6 +35,19 @@ void check_finite(const torch::Tensor& x, const torch::Tensor& keys, const char*
                     ") at index " + std::to_string(first));
 }
 
+torch::Tensor kth_largest_key(const torch::Tensor& keys, std::size_t k) {
+#ifdef SPARSGD_HAVE_CUDA
+  if (keys.is_cuda() && keys.is_contiguous()) {
+    // Three histogram passes on the device (cuda/kth_largest_key.hpp), on torch's current stream.
+    const c10::Stream stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(keys.device());
+    const cuda::KthKey found = cuda::kth_largest_key(reinterpret_cast<const float*>(keys.data_ptr<std::int32_t>()),
+                                                     static_cast<std::size_t>(keys.numel()), k, stream.native_handle());
+    return torch::full({}, static_cast<std::int32_t>(found.key), keys.options());
+  }
+#endif
+  return std::get<0>(keys.topk(static_cast<std::int64_t>(k), 0, true, false)).min();
+}
+
 torch::Tensor exact_topk_indices(const torch::Tensor& keys, std::size_t k) {
   const auto n = static_cast<std::size_t>(keys.numel());
   validate_k(n, k);
@@ -38,7 +55,7 @@ torch::Tensor exact_topk_indices(const torch::Tensor& keys, std::size_t k) {
   if (k == n) return torch::arange(static_cast<std::int64_t>(n), options);
   // The k-th largest key is one value however ties fall; every key above it is in, and the first
   // of the keys equal to it fill up to k (the lower indices win, as in select::topk).
-  const torch::Tensor kth = std::get<0>(keys.topk(static_cast<std::int64_t>(k), 0, true, false)).min();
+  const torch::Tensor kth = kth_largest_key(keys, k);
   const torch::Tensor above = keys.gt(kth).nonzero().squeeze(1);
   const std::int64_t ties = static_cast<std::int64_t>(k) - above.numel();
   const torch::Tensor at = keys.eq(kth).nonzero().squeeze(1).narrow(0, 0, ties);
