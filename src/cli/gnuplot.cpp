@@ -77,8 +77,10 @@ void run_gnuplot(const fs::path& dir, const std::string& script_name, const std:
   // Relative names below are taken in `dir`: the script names only files the program chose.
   posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  // The log goes to a file of its own making, renamed onto log_name afterwards: never through a link.
+  ExclusiveTemporary log(dir / log_name);
+  posix_spawn_file_actions_adddup2(&actions, log.fd(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log.fd(), STDERR_FILENO);
   std::string arg0 = "gnuplot", arg1 = script_name;
   char* argv[] = {arg0.data(), arg1.data(), nullptr};
   pid_t pid = 0;
@@ -89,6 +91,7 @@ void run_gnuplot(const fs::path& dir, const std::string& script_name, const std:
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw Error(fmt::format("cannot wait for gnuplot: {}", std::strerror(errno)));
   }
+  log.commit();
   const fs::path script_path = dir / script_name, log_path = dir / log_name;
   // No empty or torn image is left behind to pass for a result.
   const auto remove_outputs = [&] {

@@ -1,10 +1,12 @@
 #include "sparsgd/core/file_io.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -31,38 +33,74 @@ int write_all(int fd, std::string_view data) {
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
-  std::filesystem::path temporary = path;
-  temporary += ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create", temporary, errno);
-  if (const int error = write_all(fd, contents); error != 0) {
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    fail("write", path, error);
-  }
-  // Some file systems report a full disk only at fsync or close.
-  if (::fsync(fd) != 0) {
+ExclusiveTemporary::ExclusiveTemporary(std::filesystem::path target) : target_(std::move(target)) {
+  std::filesystem::path directory = target_.parent_path();
+  if (directory.empty()) directory = ".";
+  std::string leaf(".");
+  leaf.append(target_.filename().string());
+  leaf.append(".XXXXXX");
+  std::string name = (directory / leaf).string();
+  // mkostemp opens with O_CREAT | O_EXCL under a fresh random name.
+  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd_ < 0) fail("create a file beside", target_, errno);
+  path_ = name;
+  if (::fchmod(fd_, 0644) != 0) {
     const int error = errno;
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    fail("write", path, error);
-  }
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    fail("write", path, error);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    fail("rename a file into", path, error);
+    ::close(fd_);
+    ::unlink(path_.c_str());
+    fd_ = -1;
+    fail("create a file beside", target_, error);
   }
 }
 
+ExclusiveTemporary::~ExclusiveTemporary() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!path_.empty() && !keep_) ::unlink(path_.c_str());
+}
+
+void ExclusiveTemporary::write(std::string_view data) {
+  if (fd_ < 0) throw Error("cannot write " + target_.string() + ": its temporary file is closed");
+  if (const int error = write_all(fd_, data); error != 0) fail("write", target_, error);
+}
+
+void ExclusiveTemporary::commit(const std::function<void()>& before_rename) {
+  if (fd_ < 0) throw Error("cannot write " + target_.string() + ": its temporary file is closed");
+  // Some file systems report a full disk only at fsync or close.
+  if (::fsync(fd_) != 0) fail("write", target_, errno);
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  if (closed != 0) fail("write", target_, errno);
+  if (before_rename) before_rename();
+  if (std::rename(path_.c_str(), target_.c_str()) != 0) fail("rename a file into", target_, errno);
+  path_.clear();
+}
+
+void ExclusiveTemporary::abandon() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  keep_ = true;
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  ExclusiveTemporary file(path);
+  file.write(contents);
+  file.commit();
+}
+
 AppendFile::AppendFile(std::filesystem::path path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail("open", path_, errno);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd_ < 0) {
+    if (errno == ELOOP) throw Error("cannot append to " + path_.string() + ": it is a symbolic link");
+    fail("open", path_, errno);
+  }
+  struct stat status {};
+  if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode) || status.st_nlink != 1) {
+    const bool regular = S_ISREG(status.st_mode);
+    ::close(fd_);
+    fd_ = -1;
+    throw Error("cannot append to " + path_.string() + ": " +
+                (regular ? "it has other hard links (a file someone else prepared)" : "it is not a regular file"));
+  }
 }
 
 AppendFile::~AppendFile() {

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
 #include "sparsgd/core/hash.hpp"
 
 namespace sparsgd {
@@ -90,29 +91,19 @@ std::string encode_checkpoint(const Checkpoint& checkpoint) {
 
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint, const std::string& previous) {
   const std::string file = encode_checkpoint(checkpoint);
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw InvalidArgument("cannot write checkpoint " + temporary + ": " + std::strerror(errno));
-  std::size_t written = 0;
-  while (written < file.size()) {
-    const ssize_t n = ::write(fd, file.data() + written, file.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = errno;
-      ::close(fd);
-      throw InvalidArgument("cannot write checkpoint " + temporary + ": " + std::strerror(error));
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  // The data must be on disk before the rename makes it the checkpoint.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    throw InvalidArgument("cannot flush checkpoint " + temporary + ": " + std::strerror(errno));
-  }
-  if (!previous.empty() && std::rename(path.c_str(), previous.c_str()) != 0 && errno != ENOENT) {
-    throw InvalidArgument("cannot keep the previous checkpoint as " + previous + ": " + std::strerror(errno));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw InvalidArgument("cannot rename checkpoint into " + path + ": " + std::strerror(errno));
+  try {
+    // Written under a fresh, exclusively created name, durable before the rename makes it the checkpoint.
+    ExclusiveTemporary temporary(path);
+    temporary.write(file);
+    temporary.commit([&] {
+      if (!previous.empty() && std::rename(path.c_str(), previous.c_str()) != 0 && errno != ENOENT) {
+        throw InvalidArgument("cannot keep the previous checkpoint as " + previous + ": " + std::strerror(errno));
+      }
+    });
+  } catch (const InvalidArgument&) {
+    throw;
+  } catch (const Error& e) {
+    throw InvalidArgument(std::string("checkpoint: ") + e.what());
   }
   // The renames are durable only once the directory is on disk too.
   const std::string directory = std::filesystem::path(path).parent_path().string();

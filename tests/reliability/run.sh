@@ -140,7 +140,7 @@ if with_torch; then
   ckpt=("$cli" train --model mlp --workers 2 --max-iters 30 --network none --checkpoint-every 5)
   expect_fault checkpoint.killed_while_writing 75 'dying while writing' 60 \
     "${ckpt[@]}" --inject-fault crash-checkpoint:1:12 --out "$work/torn"
-  if ! ls "$work"/torn/checkpoints/rank-1.ckpt.tmp >/dev/null 2>&1; then
+  if ! ls "$work"/torn/checkpoints/.rank-1.ckpt.?????? >/dev/null 2>&1; then
     fail checkpoint.killed_while_writing "no torn temporary file was left to prove the point"
   fi
   expect_fault checkpoint.resume_after_torn_write 0 '"resumed":true,"resumed_at":10' 120 \

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
 
 namespace sparsgd::torch_layer {
 namespace {
@@ -46,9 +47,13 @@ void inject_fault_after_backward(const FaultPlan& fault, int rank, std::uint64_t
 
 [[noreturn]] void crash_while_writing(const std::string& path, const Checkpoint& ckpt) {
   const std::string bytes = encode_checkpoint(ckpt);
-  if (std::FILE* torn = std::fopen((path + ".tmp").c_str(), "wb")) {
-    std::fwrite(bytes.data(), 1, bytes.size() / 2, torn);
-    std::fclose(torn);
+  // Half the file in the temporary a real write would use, left behind as a crash leaves it.
+  try {
+    ExclusiveTemporary torn(path);
+    torn.write(std::string_view(bytes).substr(0, bytes.size() / 2));
+    torn.abandon();
+  } catch (const Error&) {
+    // Nothing written: the crash still happens.
   }
   std::fprintf(stderr, "sparsgd: injected fault: dying while writing %s\n", path.c_str());
   std::fflush(stderr);

@@ -1,0 +1,111 @@
+// Result files are written only where the program means to write them: never through a symbolic
+// link planted at the target or at any name beside it, never into a file someone else prepared;
+// and an interrupted write leaves the target as it was.
+
+#include "sparsgd/core/file_io.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sparsgd/core/error.hpp"
+
+namespace sparsgd {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileIo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sparsgd-file-io-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    victim_ = dir_ / "victim";
+    std::ofstream(victim_) << "precious";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string read(const fs::path& p) const {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  fs::path dir_, victim_;
+};
+
+TEST_F(FileIo, AtomicWritesReplaceALinkAtTheTargetInsteadOfFollowingIt) {
+  fs::create_symlink(victim_, dir_ / "summary.json");
+  write_file_atomically(dir_ / "summary.json", "result");
+  EXPECT_FALSE(fs::is_symlink(dir_ / "summary.json"));
+  EXPECT_EQ(read(dir_ / "summary.json"), "result");
+  EXPECT_EQ(read(victim_), "precious");
+}
+
+TEST_F(FileIo, AtomicWritesIgnoreLinksPlantedAtTheOldTemporaryNames) {
+  for (const char* name : {"summary.json.tmp", ".summary.json.tmp", "summary.json.new"}) {
+    fs::create_symlink(victim_, dir_ / name);
+  }
+  write_file_atomically(dir_ / "summary.json", "result");
+  EXPECT_EQ(read(dir_ / "summary.json"), "result");
+  EXPECT_EQ(read(victim_), "precious");
+  // Nothing of its own is left beside the target.
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 5u);  // the victim, the three links, the result
+}
+
+TEST_F(FileIo, AnUncommittedTemporaryRemovesItselfAndAnAbandonedOneStays) {
+  fs::path left;
+  {
+    ExclusiveTemporary file(dir_ / "out.csv");
+    file.write("half");
+    left = file.path();
+    EXPECT_TRUE(fs::exists(left));
+    EXPECT_EQ(fs::status(left).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  }
+  EXPECT_FALSE(fs::exists(left));
+  EXPECT_FALSE(fs::exists(dir_ / "out.csv"));
+  {
+    ExclusiveTemporary file(dir_ / "out.csv");
+    file.write("torn");
+    left = file.path();
+    file.abandon();
+  }
+  EXPECT_EQ(read(left), "torn");
+  EXPECT_FALSE(fs::exists(dir_ / "out.csv"));
+}
+
+TEST_F(FileIo, AppendingRefusesALinkAFifoAndAFileWithOtherHardLinks) {
+  fs::create_symlink(victim_, dir_ / "metrics.csv");
+  try {
+    AppendFile file(dir_ / "metrics.csv");
+    ADD_FAILURE() << "appended through a link";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("metrics.csv: it is a symbolic link"), std::string::npos) << e.what();
+  }
+  fs::create_hard_link(victim_, dir_ / "epochs.csv");
+  try {
+    AppendFile file(dir_ / "epochs.csv");
+    ADD_FAILURE() << "appended into a file with another hard link";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("other hard links"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.csv").c_str(), 0644), 0);
+  EXPECT_THROW(AppendFile(dir_ / "fifo.csv"), Error);  // at once: the open does not wait for a reader
+  EXPECT_EQ(read(victim_), "precious");
+  AppendFile fresh(dir_ / "fresh.csv");
+  fresh.append("a,b\n");
+  fresh.durable();
+  EXPECT_EQ(read(dir_ / "fresh.csv"), "a,b\n");
+}
+
+}  // namespace
+}  // namespace sparsgd
