@@ -15,19 +15,22 @@
 #include "cli/gnuplot.hpp"
 #include "cli/validators.hpp"
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
 
 namespace sparsgd::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
+// A run's CSV records and summary: far below this even for runs of millions of iterations.
+constexpr std::uint64_t kMaxRecordBytes = std::uint64_t{4} << 30;
+
 // The run's label from its summary.json (method, workers, density), or the directory's name. Only
 // text: it reaches gnuplot through gnuplot_text_literal.
 std::string label_of(const fs::path& dir) {
-  std::ifstream in(dir / "summary.json");
-  if (in) {
+  if (fs::exists(dir / "summary.json")) {
     try {
-      const auto doc = nlohmann::json::parse(in);
+      const auto doc = nlohmann::json::parse(read_regular_file(dir / "summary.json", kMaxRecordBytes, "summary"));
       return fmt::format("{} P={} d={}", doc.at("method").get<std::string>(), doc.at("workers").get<int>(),
                          doc.at("density").get<double>());
     } catch (const std::exception&) {
@@ -42,11 +45,7 @@ std::string label_of(const fs::path& dir) {
 // a number is an error naming the file and line, except in a last line cut short (no newline: a
 // run killed while writing it), which is skipped.
 std::vector<std::vector<double>> read_columns(const fs::path& file, int x, int y) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InvalidArgument("cannot read " + file.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string all = text.str();
+  const std::string all = read_regular_file(file, kMaxRecordBytes, "run record");
   std::vector<std::vector<double>> rows;
   std::size_t begin = all.find('\n');
   for (std::size_t line = 2; begin != std::string::npos && begin + 1 < all.size(); ++line) {

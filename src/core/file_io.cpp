@@ -81,6 +81,64 @@ void ExclusiveTemporary::abandon() {
   keep_ = true;
 }
 
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Opens without waiting (a FIFO's open would block for a writer) and checks the kind and length.
+int open_regular(const std::filesystem::path& path, std::string_view what, struct stat& status) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    throw InvalidArgument("cannot open " + std::string(what) + " " + path.string() + ": " + std::strerror(errno));
+  }
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    const mode_t mode = status.st_mode;
+    ::close(fd);
+    throw InvalidData(std::string(what) + " " + path.string() + " is " + file_kind(mode) +
+                      ", not a regular file");
+  }
+  return fd;
+}
+
+}  // namespace
+
+void check_regular_file(const std::filesystem::path& path, std::string_view what) {
+  struct stat status {};
+  ::close(open_regular(path, what, status));
+}
+
+std::string read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what) {
+  struct stat status {};
+  const int fd = open_regular(path, what, status);
+  const auto size = static_cast<std::uint64_t>(status.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    throw InvalidData(std::string(what) + " " + path.string() + " holds " + std::to_string(size) +
+                      " bytes, more than the " + std::to_string(max_bytes) + " it can hold");
+  }
+  std::string contents(size, '\0');
+  std::size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::read(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : 0;
+      ::close(fd);
+      throw InvalidData("cannot read " + std::string(what) + " " + path.string() + ": " +
+                        (error != 0 ? std::strerror(error) : "it ended early (truncated while read?)"));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return contents;
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
   ExclusiveTemporary file(path);
   file.write(contents);

@@ -158,11 +158,8 @@ Checkpoint decode_checkpoint(std::span<const std::byte> raw, const std::string& 
   return checkpoint;
 }
 
-Checkpoint read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument("cannot open checkpoint " + path + ": " + std::strerror(errno));
-  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InvalidArgument("cannot read checkpoint " + path + ": " + std::strerror(errno));
+Checkpoint read_checkpoint(const std::string& path, std::uint64_t max_bytes) {
+  const std::string file = read_regular_file(path, max_bytes, "checkpoint");
   return decode_checkpoint(std::as_bytes(std::span(file.data(), file.size())), path);
 }
 

@@ -107,5 +107,31 @@ TEST_F(FileIo, AppendingRefusesALinkAFifoAndAFileWithOtherHardLinks) {
   EXPECT_EQ(read(dir_ / "fresh.csv"), "a,b\n");
 }
 
+// Reads never wait on a FIFO, never read a device without end, and say what they found instead.
+TEST_F(FileIo, ReadsTakeOnlyRegularFilesWithinTheirBound) {
+  std::ofstream(dir_ / "records.csv") << "a,b\n1,2\n";
+  EXPECT_EQ(read_regular_file(dir_ / "records.csv", 100, "run record"), "a,b\n1,2\n");
+  const auto refused = [](const fs::path& path, std::uint64_t bound) -> std::string {
+    try {
+      read_regular_file(path, bound, "checkpoint");
+    } catch (const InvalidData& e) {
+      return e.what();
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(refused(dir_ / "records.csv", 5).find("holds 8 bytes, more than the 5 it can hold"), std::string::npos);
+  ASSERT_EQ(::mkfifo((dir_ / "rank-0.ckpt").c_str(), 0644), 0);
+  EXPECT_NE(refused(dir_ / "rank-0.ckpt", 100).find("is a FIFO, not a regular file"), std::string::npos);
+  fs::create_symlink("/dev/zero", dir_ / "zero.ckpt");
+  EXPECT_NE(refused(dir_ / "zero.ckpt", 100).find("is a device, not a regular file"), std::string::npos);
+  fs::create_directory(dir_ / "dir.ckpt");
+  EXPECT_NE(refused(dir_ / "dir.ckpt", 100).find("is a directory, not a regular file"), std::string::npos);
+  EXPECT_NE(refused(dir_ / "absent.ckpt", 100).find("cannot open checkpoint"), std::string::npos);
+  EXPECT_THROW(check_regular_file(dir_ / "rank-0.ckpt", "checkpoint"), InvalidData);
+  EXPECT_NO_THROW(check_regular_file(dir_ / "records.csv", "run record"));
+}
+
 }  // namespace
 }  // namespace sparsgd

@@ -4,6 +4,7 @@
 // then does a rename make it the file. A full disk or a read-only directory is an Error naming the
 // path and the reason; the target is then either its old self or absent, never torn or empty.
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -41,6 +42,16 @@ class ExclusiveTemporary {
 
 // The contents through an ExclusiveTemporary: the target is its old self or the new contents.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+
+// The whole of a file the program reads (a checkpoint, a run's records, a data file): it must be a
+// regular file (a FIFO, a device such as /dev/zero or a directory is refused by name at once,
+// never waited on or read without end), at most max_bytes long. `what` names it in errors
+// ("checkpoint", "metrics file"): InvalidArgument when it cannot be opened, InvalidData when it is
+// not a regular file, is longer than max_bytes or cannot be read whole.
+std::string read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what);
+// Throws as read_regular_file does, without reading: for readers that open the file themselves
+// (zlib, TorchScript).
+void check_regular_file(const std::filesystem::path& path, std::string_view what);
 
 // A result file that grows row by row (a training run's metrics.csv). Rows are kept in memory and
 // written, checked, when durable() is called or the buffer grows large; durable() also fsyncs, so

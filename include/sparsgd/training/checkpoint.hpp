@@ -40,8 +40,12 @@ Checkpoint decode_checkpoint(std::span<const std::byte> bytes, const std::string
 // If `previous` is not empty, the checkpoint that `path` held is kept under that name. The new one is
 // on disk before either rename, so a crash at any point leaves at least one complete checkpoint.
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint, const std::string& previous = {});
-// Throws InvalidArgument if the file cannot be opened, InvalidData if it is not a checkpoint, has
-// another version, is truncated or fails its checksum.
-Checkpoint read_checkpoint(const std::string& path);
+// The most a checkpoint may hold unless the reader knows better: 4 floats of state for each of 2^32
+// parameters (the largest model the flat buffers index), and room for the rest.
+inline constexpr std::uint64_t kMaxCheckpointBytes = (std::uint64_t{16} << 32) + (std::uint64_t{1} << 30);
+// Throws InvalidArgument if the file cannot be opened, InvalidData if it is not a regular file (a
+// FIFO, a device, a directory: refused at once), holds more than max_bytes, is not a checkpoint,
+// has another version, is truncated or fails its checksum.
+Checkpoint read_checkpoint(const std::string& path, std::uint64_t max_bytes = kMaxCheckpointBytes);
 
 }  // namespace sparsgd
