@@ -13,4 +13,4 @@ mkdir -p "$corpus"
 /usr/bin/python3 scripts/license_corpus.py "$corpus"
 ./build/sparsgd train --task lm --data "$corpus" --workers 4 --batch-size 10 --bptt 35 --hidden-size 200 \
   --optimizer adam --lr 0.002 --weight-decay 0 --clip-norm 0.25 --dropout 0.3 --epochs 30 --density 0.01 \
-  --out "$out/run" "$@"
+  --out "$out/run" --overwrite "$@"

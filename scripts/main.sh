@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-./build/sparsgd train --out runs/main "$@"
+./build/sparsgd train --out runs/main --overwrite "$@"  # the main job replaces its last run

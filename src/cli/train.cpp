@@ -188,6 +188,9 @@ void register_train(CLI::App& app) {
   cmd->add_option("--out", c->out_dir, "run directory (default: runs/train-TIMESTAMP)")->check(non_empty_path());
   cmd->add_option("--checkpoint-every", c->checkpoint_every, "checkpoint every N iterations (0: never)")->capture_default_str();
   cmd->add_option("--resume", c->resume_dir, "continue the run whose checkpoints are in DIR")->check(non_empty_path());
+  cmd->add_flag("--overwrite", c->overwrite,
+                "replace the run that --out holds (its records, checkpoints and plots); without it such a directory "
+                "is refused");
   cmd->add_option("--max-iters", c->max_iters, "stop after N iterations in all (0: no limit)")->check(non_negative_integer());
   cmd->add_option("--data", c->data_dir,
                   "the task's data directory (fashion-mnist: /usr/share/datasets/fashion-mnist by default; cifar10 "

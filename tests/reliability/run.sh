@@ -147,6 +147,15 @@ if with_torch; then
     "${ckpt[@]}" --resume "$work/torn" --json
   # A finished run with checkpoints at 5, 10, ..., 25; then rank 1's newest one is corrupted.
   expect_run checkpoint.complete_run 0 '"iterations":30' 120 "${ckpt[@]}" --json --out "$work/flip"
+  # A finished run is not replaced by accident, and a directory in use is not shared.
+  reject run_directory.holds_a_run "holds a run already \(metrics.csv, \.\.\.\): pass --resume .* --overwrite" \
+    train --model mlp --workers 2 --max-iters 1 --network none --out "$work/flip"
+  "$cli" train --model mlp --workers 2 --max-iters 100000 --network none --out "$work/locked" >/dev/null 2>&1 &
+  holder=$!
+  for _ in $(seq 100); do [ -s "$work/locked/.lock" ] && break; sleep 0.1; done
+  reject run_directory.in_use "the run directory .*locked is in use by process $holder" \
+    train --model mlp --workers 2 --max-iters 1 --network none --out "$work/locked"
+  kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
   printf '\x55' | dd of="$work/flip/checkpoints/rank-1.ckpt" bs=1 seek=100 conv=notrunc status=none
   expect_fault checkpoint.corrupt_newest_falls_back 0 'checksum mismatch.*|resumes from its previous checkpoint \(iteration 20\)' 120 \
     "${ckpt[@]}" --resume "$work/flip" --json

@@ -65,6 +65,9 @@ struct TrainConfig {
   std::string out_dir;             // metrics.csv, epochs.csv, summary.json, checkpoints/
   int checkpoint_every = 0;        // iterations; 0: none
   std::string resume_dir;          // continue from DIR/checkpoints
+  // A new run into an out_dir that holds a run: replace that run (its records, checkpoints and
+  // plots) instead of refusing.
+  bool overwrite = false;
   std::uint64_t max_iters = 0;     // stop after this many iterations in all (0: no limit)
   int timeout_ms = 60'000;
   std::string on_nonfinite = "stop";  // a NaN/Inf gradient: stop, or skip the step on every worker

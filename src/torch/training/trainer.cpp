@@ -14,12 +14,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 
 #include "injected_faults.hpp"
 #include "resume.hpp"
 #include "run_checkpoint.hpp"
+#include "run_directory.hpp"
 #include "run_records.hpp"
 #include "run_state.hpp"
 #include "schedules.hpp"
@@ -411,7 +413,18 @@ MemoryEstimate train_memory_estimate(std::int64_t parameters, double activation_
   return estimate;
 }
 
+// The run directory, claimed before anything else is done (rank 0's, under MPI): a second run on it
+// fails at once, and a finished run is replaced only when asked.
+std::unique_ptr<RunDirectoryClaim> claim_run_directory(const TrainConfig& config) {
+  if (config.out_dir.empty()) return nullptr;
+  std::error_code ec;
+  const bool continuing = !config.resume_dir.empty() && fs::exists(config.out_dir, ec) &&
+                          fs::equivalent(config.resume_dir, config.out_dir, ec);
+  return std::make_unique<RunDirectoryClaim>(config.out_dir, continuing, config.overwrite);
+}
+
 TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
+  const auto claim = claim_run_directory(config);
   const Prepared prepared = prepare(config, config.workers, config.workers);
   TrainSummary summary;
   std::mutex summary_mutex;
@@ -430,6 +443,7 @@ TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
 
 TrainSummary train_worker(transport::Transport& transport, const TrainConfig& config, TrainObserver* observer,
                           int workers_on_this_machine) {
+  const auto claim = transport.rank() == 0 ? claim_run_directory(config) : nullptr;
   const Prepared prepared =
       prepare(config, transport.size(), std::clamp(workers_on_this_machine, 1, transport.size()));
   return TrainingRun(transport, prepared.config, *prepared.task, observer, prepared.memory).run();
