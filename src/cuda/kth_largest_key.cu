@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cuda/check.hpp"
+#include "cuda/grid.hpp"
 #include "sparsgd/core/error.hpp"
 
 namespace sparsgd::cuda {
@@ -46,12 +47,7 @@ KthKey kth_largest_key(const float* device_values, std::size_t n, std::size_t k,
                           std::to_string(n));
   }
   const auto stream = static_cast<cudaStream_t>(stream_handle);
-  int device = 0;
-  int sms = 0;
-  SPARSGD_CUDA_CHECK(cudaGetDevice(&device));
-  SPARSGD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t wanted = (n + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(wanted < static_cast<std::size_t>(4 * sms) ? wanted : 4 * sms);
+  const int blocks = detail::grid_blocks(n, kThreads);
 
   unsigned long long* histogram = nullptr;
   SPARSGD_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&histogram), kBins * sizeof(unsigned long long), stream));

@@ -3,6 +3,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "cuda/check.hpp"
+#include "cuda/grid.hpp"
 
 namespace sparsgd::cuda {
 namespace {
@@ -47,13 +48,7 @@ MagnitudeCounts magnitude_counts(const float* device_values, std::size_t n, std:
   MagnitudeCounts result;
   if (n == 0) return result;
   const auto stream = static_cast<cudaStream_t>(stream_handle);
-  int device = 0;
-  int sms = 0;
-  SPARSGD_CUDA_CHECK(cudaGetDevice(&device));
-  SPARSGD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // A few blocks per multiprocessor keep the memory system busy; more would only add atomics.
-  const std::size_t wanted = (n + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(wanted < static_cast<std::size_t>(4 * sms) ? wanted : 4 * sms);
+  const int blocks = detail::grid_blocks(n, kThreads);
 
   Totals* totals = nullptr;
   SPARSGD_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&totals), sizeof(Totals), stream));

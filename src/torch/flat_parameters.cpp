@@ -111,6 +111,11 @@ torch::Device FlatParameters::device() const {
   return parameters_.empty() ? torch::Device(torch::kCPU) : parameters_.front().device();
 }
 
+torch::Tensor FlatParameters::concatenated(const std::vector<torch::Tensor>& parts) const {
+  return parts.empty() ? torch::empty({0}, torch::TensorOptions().dtype(torch::kFloat32).device(device()))
+                       : torch::cat(parts);
+}
+
 torch::Tensor FlatParameters::gradients() const {
   std::vector<torch::Tensor> parts;
   parts.reserve(parameters_.size());
@@ -128,8 +133,7 @@ torch::Tensor FlatParameters::gradients() const {
                                        << ", got " << g.scalar_type() << " on " << g.device());
     parts.push_back(g.reshape({-1}));
   }
-  return parts.empty() ? torch::empty({0}, torch::TensorOptions().dtype(torch::kFloat32).device(device()))
-                       : torch::cat(parts);
+  return concatenated(parts);
 }
 
 void FlatParameters::set_gradients(const torch::Tensor& flat) {
@@ -149,8 +153,7 @@ torch::Tensor FlatParameters::values() const {
   std::vector<torch::Tensor> parts;
   parts.reserve(parameters_.size());
   for (const auto& p : parameters_) parts.push_back(p.detach().reshape({-1}));
-  return parts.empty() ? torch::empty({0}, torch::TensorOptions().dtype(torch::kFloat32).device(device()))
-                       : torch::cat(parts);
+  return concatenated(parts);
 }
 
 void FlatParameters::set_values(const torch::Tensor& flat) {

@@ -11,6 +11,12 @@
 
 namespace sparsgd::torch_layer {
 
+double checked_momentum_correction(double momentum) {
+  SPARSGD_ENFORCE(std::isfinite(momentum) && momentum >= 0.0 && momentum < 1.0,
+                  "momentum correction's momentum must be in [0, 1), got " << momentum);
+  return momentum;
+}
+
 Segments exchange_ranges(const Segments& segments, bool per_segment) {
   std::size_t n = 0;
   for (const auto& [begin, end] : segments) {
@@ -43,9 +49,7 @@ GradientAverager::GradientAverager(transport::Transport& transport, Segments seg
       names_(std::move(names)),
       skip_nonfinite_(skip_nonfinite),
       density_(exchange.density),
-      momentum_(momentum_correction) {
-  SPARSGD_ENFORCE(std::isfinite(momentum_) && momentum_ >= 0.0 && momentum_ < 1.0,
-                  "momentum correction's momentum must be in [0, 1), got " << momentum_);
+      momentum_(checked_momentum_correction(momentum_correction)) {
   exchange_ranges_ = exchange_ranges(segments_, per_segment);
   n_ = segments_.back().second;
   const collectives::ExchangeConfig config = resolved_exchange(transport, exchange);

@@ -94,3 +94,25 @@ def all_ok(results):
         if status != "ok":
             pytest.fail(f"rank {rank} failed: {value}")
     return [results[r][1] for r in sorted(results)]
+
+
+def three_class_shard(rank, world_size, n=512):
+    """A fixed 3-class problem (points around three centres in 16 dimensions), rank's shard of it."""
+    import torch
+    g = torch.Generator().manual_seed(42)
+    centres = torch.randn(3, 16, generator=g) * 2
+    y = torch.randint(0, 3, (n,), generator=g)
+    x = centres[y] + torch.randn(n, 16, generator=g)
+    return x[rank::world_size], y[rank::world_size]
+
+
+def small_classifier(hidden=32, hidden_layers=1, dtype=None):
+    """The same small MLP on every rank (seed 7): 16 features to 3 classes."""
+    import torch
+    torch.manual_seed(7)
+    layers, width = [], 16
+    for _ in range(hidden_layers):
+        layers += [torch.nn.Linear(width, hidden), torch.nn.ReLU()]
+        width = hidden
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 3))
+    return model.to(dtype) if dtype is not None else model

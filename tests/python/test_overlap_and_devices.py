@@ -2,6 +2,7 @@
 path (what a GPU runs) gives what the host engine gives, on CPU tensors; an NCCL job's hook and
 optimizer make their own gloo group; gradient types are exchanged as torch users expect or refused."""
 
+import functools
 import time
 
 import pytest
@@ -9,21 +10,14 @@ import torch
 import torch.distributed as dist
 
 import sparsgd.torch as st
-from conftest import all_ok
+from conftest import all_ok, small_classifier, three_class_shard
 
 
-def dataset(rank, world_size, n=256):
-    g = torch.Generator().manual_seed(42)
-    centres = torch.randn(3, 16, generator=g) * 2
-    y = torch.randint(0, 3, (n,), generator=g)
-    x = centres[y] + torch.randn(n, 16, generator=g)
-    return x[rank::world_size], y[rank::world_size]
+dataset = functools.partial(three_class_shard, n=256)
 
 
 def make_model(dtype=torch.float32):
-    torch.manual_seed(7)
-    return torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                               torch.nn.Linear(64, 3)).to(dtype)
+    return small_classifier(hidden=64, hidden_layers=2, dtype=dtype)
 
 
 def hook_job(rank, world_size, steps, hook_options, bucket_cap_mb=0.004):

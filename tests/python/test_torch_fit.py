@@ -2,24 +2,17 @@
 wraps (schedulers, GradScaler, state_dict), momentum correction, None gradients kept as torch keeps
 them, and what it cannot exchange refused by name."""
 
+import functools
+
 import pytest
 import torch
 
 import sparsgd.torch as st
-from conftest import all_ok
+from conftest import all_ok, small_classifier, three_class_shard
 
 
-def dataset(rank, world_size, n=256):
-    g = torch.Generator().manual_seed(42)
-    centres = torch.randn(3, 16, generator=g) * 2
-    y = torch.randint(0, 3, (n,), generator=g)
-    x = centres[y] + torch.randn(n, 16, generator=g)
-    return x[rank::world_size], y[rank::world_size]
-
-
-def make_model():
-    torch.manual_seed(7)
-    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3))
+dataset = functools.partial(three_class_shard, n=256)
+make_model = small_classifier
 
 
 def scheduler_job(rank, world_size):

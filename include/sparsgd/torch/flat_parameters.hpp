@@ -47,6 +47,8 @@ class FlatParameters {
   const std::vector<std::pair<std::size_t, std::size_t>>& layer_ranges() const { return ranges_; }
 
  private:
+  // One flat float32 tensor on the parameters' device (empty for no parts).
+  torch::Tensor concatenated(const std::vector<torch::Tensor>& parts) const;
   std::vector<torch::Tensor> parameters_;
   std::vector<std::pair<std::size_t, std::size_t>> ranges_;
   std::size_t size_ = 0;

@@ -32,6 +32,8 @@ struct StepStats {
 // [begin, end) ranges of a flat buffer.
 using Segments = std::vector<std::pair<std::size_t, std::size_t>>;
 
+// Throws InvalidArgument unless momentum is in [0, 1) (0: no momentum correction); returns it.
+double checked_momentum_correction(double momentum);
 // The ranges a buffer's exchanges cover: all of it, or one per non-empty segment (per_segment).
 // Throws InvalidArgument unless the segments tile [0, n) in order with n > 0.
 Segments exchange_ranges(const Segments& segments, bool per_segment);

@@ -18,10 +18,8 @@ DeviceGradientAverager::DeviceGradientAverager(transport::Transport& transport, 
       segments_(std::move(segments)),
       names_(std::move(names)),
       skip_nonfinite_(skip_nonfinite),
-      momentum_(momentum_correction),
+      momentum_(checked_momentum_correction(momentum_correction)),
       device_(device) {
-  SPARSGD_ENFORCE(std::isfinite(momentum_) && momentum_ >= 0.0 && momentum_ < 1.0,
-                  "momentum correction's momentum must be in [0, 1), got " << momentum_);
   exchange_ranges_ = exchange_ranges(segments_, per_segment);
   n_ = segments_.back().second;
   const collectives::ExchangeConfig config = resolved_exchange(transport, exchange);
