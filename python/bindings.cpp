@@ -1,7 +1,7 @@
 // sparsgd._C: the torch layer for Python. Transports (a c10d ProcessGroup, the simulated network
-// around any transport), the gradient synchronizer over a model's parameters, and the averager
-// over flat buffers that the DDP hook uses per bucket. Every call that communicates or computes
-// releases the GIL. The Python pieces on top are in sparsgd/torch.py.
+// around any transport), and the averager over flat buffers (on the host engine or the device
+// path) that the DDP hook uses per bucket and DistributedOptimizer over the whole model. Every call
+// that communicates or computes releases the GIL. The Python pieces on top are in sparsgd/torch.py.
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -32,7 +32,6 @@
 #include "sparsgd/torch/device_gradient_averager.hpp"
 #include "sparsgd/torch/device_selection.hpp"
 #include "sparsgd/torch/gradient_averager.hpp"
-#include "sparsgd/torch/model_gradient_averager.hpp"
 #include "sparsgd/torch/process_group_transport.hpp"
 #include "sparsgd/transport/delayed.hpp"
 #include "sparsgd/transport/network_model.hpp"
@@ -221,26 +220,6 @@ class FlatAverager {
   std::unique_ptr<torch_layer::DeviceGradientAverager> device_;
 };
 
-class ModelAverager {
- public:
-  ModelAverager(std::shared_ptr<Handle> handle, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
-               const torch_layer::ModelAveragerConfig& config)
-      : handle_(std::move(handle)), sync_(*handle_->transport, std::move(parameters), std::move(names), config) {}
-  py::dict synchronize(std::uint64_t iteration) {
-    auto [stats, network] = timed(*handle_, true, [&] { return sync_.synchronize(iteration); });
-    return stats_dict(stats, network);
-  }
-  void broadcast_parameters() {
-    sync_.broadcast_parameters();
-    handle_->transport->flush();
-  }
-  torch_layer::ModelGradientAverager& get() { return sync_; }
-
- private:
-  std::shared_ptr<Handle> handle_;
-  torch_layer::ModelGradientAverager sync_;
-};
-
 // The serial reference of one exchange step (tests): every worker's selection from its accumulated
 // gradient, the aggregation by the plain reference, the average, and each worker's residual.
 py::tuple reference_average(const std::string& compressor, const std::string& aggregator, double density,
@@ -288,7 +267,7 @@ py::tuple reference_average(const std::string& compressor, const std::string& ag
 PYBIND11_MODULE(_C, m) {
   using namespace sparsgd;
   using namespace sparsgd::python;
-  m.doc() = "sparsgd's C++ layers: transports, the gradient synchronizer and the flat averager";
+  m.doc() = "sparsgd's C++ layers: transports and the flat averager (host engine or device path)";
 
   // Errors: every sparsgd::Error is a sparsgd.Error (a RuntimeError); bad arguments are also
   // ValueErrors. Registered base first: pybind11 tries the last registered first.
@@ -530,31 +509,4 @@ PYBIND11_MODULE(_C, m) {
       .def("local_velocity", &FlatAverager::local_velocity,
            "This worker's velocity (momentum correction; empty without)")
       .def("set_local_velocity", &FlatAverager::set_local_velocity);
-
-  py::class_<ModelAverager>(m, "ModelGradientAverager",
-                           "After backward: the average of every parameter's gradient written into its .grad")
-      .def(py::init([](std::shared_ptr<Handle> h, std::vector<torch::Tensor> parameters, std::vector<std::string> names,
-                       const std::string& compressor, const std::string& aggregator, double density, double r_factor,
-                       std::uint64_t seed, bool shared_seed, bool per_layer, bool skip_nonfinite, bool error_feedback,
-                       const std::string& index_coding, int auto_trials, std::uint64_t threshold_period) {
-             torch_layer::ModelAveragerConfig config;
-             config.exchange = exchange_config(compressor, aggregator, density, r_factor, seed, shared_seed, error_feedback,
-                                               index_coding, auto_trials, threshold_period);
-             config.per_layer = per_layer;
-             config.skip_nonfinite = skip_nonfinite;
-             return std::make_unique<ModelAverager>(std::move(h), std::move(parameters), std::move(names), config);
-           }),
-           py::arg("transport"), py::arg("parameters"), py::arg("names"), py::arg("compressor"), py::arg("aggregator"),
-           py::arg("density"), py::arg("r_factor") = 4.0, py::arg("seed") = 0, py::arg("shared_seed") = false,
-           py::arg("per_layer") = false, py::arg("skip_nonfinite") = false, py::arg("error_feedback") = true,
-           py::arg("index_coding") = "raw", py::arg("auto_trials") = 2, py::arg("threshold_period") = 32)
-      .def("synchronize", &ModelAverager::synchronize, py::arg("iteration"))
-      .def("broadcast_parameters", [](ModelAverager& s) { s.broadcast_parameters(); },
-           py::call_guard<py::gil_scoped_release>())
-      .def("set_density", [](ModelAverager& s, double d) { s.get().averager().set_density(d); })
-      .def_property_readonly("size", [](ModelAverager& s) { return s.get().size(); })
-      .def("residuals", [](ModelAverager& s) { return residual_tensors(s.get().averager()); })
-      .def("set_residuals", [](ModelAverager& s, const std::vector<torch::Tensor>& r) {
-        set_residual_tensors(s.get().averager(), r);
-      });
 }
