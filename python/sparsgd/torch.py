@@ -322,6 +322,7 @@ class HookState:
         self._buckets = {}
         self._spilled = {}  # parameter -> (residual, velocity), between a bucket rebuild and the new bucket
         self._names = {}
+        self._module = module
         self._exchanger = None
         self._submitted_in_step = 0
         if module is not None:
@@ -418,6 +419,77 @@ class HookState:
         self.options["density"] = float(density)
         for bucket in self._buckets.values():
             bucket.averager.set_density(float(density))
+
+    def _parameter_names(self, what):
+        if self._module is None:
+            raise ValueError(f"sparsgd: HookState.{what} needs the model: HookState(..., module=model) names the "
+                             f"parameters its residuals and velocities are saved under")
+        return {p.data_ptr(): (name, p) for name, p in self._module.named_parameters()}
+
+    def _identity(self):
+        identity = {k: v for k, v in self.options.items()
+                    if k not in ("timeout_ms", "network", "density", "index_coding", "auto_trials", "engine")}
+        identity.update(rank=self.rank, world_size=self.world_size)
+        return identity
+
+    def state_dict(self):
+        """The hook's state, as an optimizer's: the residuals and momentum-correction velocities of
+        every parameter (by the module's parameter names: the state survives a restart, whose buckets
+        and storage differ), the step count and the density. Between steps; needs ``module``."""
+        by_pointer = self._parameter_names("state_dict")
+        saved = {}
+        for (pointer, numel), (residual, velocity) in self._spilled.items():
+            if pointer in by_pointer:
+                saved[by_pointer[pointer][0]] = (residual.cpu(), velocity.cpu())
+        momentum = self.options["momentum_correction"]
+        for bucket in self._buckets.values():
+            residual = bucket.averager.residuals()[0]
+            velocity = bucket.averager.local_velocity() if momentum else torch.zeros_like(residual)
+            sizes = [n for _, n in bucket.key]
+            for (pointer, numel), r, v in zip(bucket.key, torch.split(residual, sizes), torch.split(velocity, sizes)):
+                if pointer not in by_pointer:
+                    raise ValueError("sparsgd: a DDP bucket is not one slice per parameter of the module; its state "
+                                     "cannot be saved by parameter")
+                saved[by_pointer[pointer][0]] = (r.cpu(), v.cpu())
+        return {"identity": self._identity(), "iteration": self.iteration, "density": self.options["density"],
+                "parameters": saved}
+
+    def load_state_dict(self, state_dict):
+        """Restores what state_dict() saved, before the first step of the resumed job (every rank its
+        own). Everything is checked before anything changes: the options, rank and world size, and
+        each saved parameter's name and size against the module."""
+        by_pointer = self._parameter_names("load_state_dict")
+        by_name = {name: p for name, p in self._module.named_parameters()}
+        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("identity"), dict) \
+                or not isinstance(state_dict.get("parameters"), dict):
+            raise ValueError("sparsgd: not a HookState state_dict (no 'identity' and 'parameters' entries)")
+        for key, value in self._identity().items():
+            if state_dict["identity"].get(key) != value:
+                raise ValueError(f"sparsgd: this hook state was saved with {key} = {state_dict['identity'].get(key)!r}, "
+                                 f"but this HookState has {key} = {value!r}: it belongs to another rank, job or "
+                                 f"configuration")
+        iteration = state_dict.get("iteration")
+        if not _is_integer(iteration) or not 0 <= iteration < 2**63:
+            raise ValueError(f"sparsgd: the hook state's iteration must be an integer in [0, 2**63), got {iteration!r}")
+        density = state_dict.get("density")
+        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
+                 self.options["error_feedback"])
+        restored = {}
+        for name, entry in state_dict["parameters"].items():
+            parameter = by_name.get(name)
+            if parameter is None:
+                raise ValueError(f"sparsgd: the hook state holds parameter '{name}', which the module does not have")
+            if not (isinstance(entry, (tuple, list)) and len(entry) == 2 and all(
+                    isinstance(t, torch.Tensor) and t.numel() == parameter.numel() for t in entry)):
+                raise ValueError(f"sparsgd: the hook state of parameter '{name}' does not fit it "
+                                 f"({parameter.numel()} values expected, a residual and a velocity)")
+            restored[(parameter.data_ptr(), parameter.numel())] = tuple(t.detach().to(torch.float32) for t in entry)
+        # Checked: now change. The buckets are made again at the next step, from the restored state.
+        self._buckets.clear()
+        self._spilled = {key: (r.to(by_pointer[key[0]][1].device), v.to(by_pointer[key[0]][1].device))
+                         for key, (r, v) in restored.items()}
+        self.iteration = int(iteration)
+        self.options["density"] = float(density)
 
     def __getstate__(self):
         raise TypeError("sparsgd.torch.HookState holds a live transport and cannot be pickled")
