@@ -102,6 +102,27 @@ def _options(compressor, aggregator, density, r_factor, seed, shared_seed, netwo
             "on_nonfinite": on_nonfinite}
 
 
+def _check_density(options, density):
+    """A density for these options (a warm-up's, or a saved state's), by the same checks as at the start."""
+    _options(options["compressor"], options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
+             options["error_feedback"])
+
+
+def _checked_iteration(iteration, whose):
+    if not _is_integer(iteration) or not 0 <= iteration < 2**63:
+        raise ValueError(f"sparsgd: {whose} iteration must be an integer in [0, 2**63), got {iteration!r}")
+    return iteration
+
+
+def _state_identity(options, rank, world_size):
+    """What a saved state must share with whoever loads it. How indices travel changes no result (a
+    state saved with one coding resumes with the other), nor does how auto settles or which engine ran."""
+    identity = {k: v for k, v in options.items()
+                if k not in ("timeout_ms", "network", "density", "index_coding", "auto_trials", "engine")}
+    identity.update(rank=rank, world_size=world_size)
+    return identity
+
+
 _transports_made = {}
 
 
@@ -414,8 +435,7 @@ class HookState:
 
     def set_density(self, density):
         """From the next exchange on (a density warm-up)."""
-        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
-                 self.options["error_feedback"])
+        _check_density(self.options, density)
         self.options["density"] = float(density)
         for bucket in self._buckets.values():
             bucket.averager.set_density(float(density))
@@ -427,10 +447,7 @@ class HookState:
         return {p.data_ptr(): (name, p) for name, p in self._module.named_parameters()}
 
     def _identity(self):
-        identity = {k: v for k, v in self.options.items()
-                    if k not in ("timeout_ms", "network", "density", "index_coding", "auto_trials", "engine")}
-        identity.update(rank=self.rank, world_size=self.world_size)
-        return identity
+        return _state_identity(self.options, self.rank, self.world_size)
 
     def state_dict(self):
         """The hook's state, as an optimizer's: the residuals and momentum-correction velocities of
@@ -468,12 +485,9 @@ class HookState:
                 raise ValueError(f"sparsgd: this hook state was saved with {key} = {state_dict['identity'].get(key)!r}, "
                                  f"but this HookState has {key} = {value!r}: it belongs to another rank, job or "
                                  f"configuration")
-        iteration = state_dict.get("iteration")
-        if not _is_integer(iteration) or not 0 <= iteration < 2**63:
-            raise ValueError(f"sparsgd: the hook state's iteration must be an integer in [0, 2**63), got {iteration!r}")
+        iteration = _checked_iteration(state_dict.get("iteration"), "the hook state's")
         density = state_dict.get("density")
-        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
-                 self.options["error_feedback"])
+        _check_density(self.options, density)
         restored = {}
         for name, entry in state_dict["parameters"].items():
             parameter = by_name.get(name)
@@ -672,19 +686,13 @@ class DistributedOptimizer(torch.optim.Optimizer):
 
     def set_density(self, density):
         """From the next step on (a density warm-up)."""
-        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
-                 self.options["error_feedback"])
+        _check_density(self.options, density)
         self.options["density"] = float(density)
         self._sync.set_density(float(density))
 
     def _identity(self):
-        # How indices travel changes no result: a state saved with one coding resumes with the other;
-        # nor does how auto settles or which engine ran change what the residuals mean.
-        identity = {k: v for k, v in self.options.items()
-                    if k not in ("timeout_ms", "network", "density", "index_coding", "auto_trials", "engine")}
-        identity.update(rank=self.rank, world_size=self.world_size,
-                        elements=[p.numel() for p in self._parameters])
-        return identity
+        return dict(_state_identity(self.options, self.rank, self.world_size),
+                    elements=[p.numel() for p in self._parameters])
 
     def state_dict(self):
         state = super().state_dict()
@@ -718,12 +726,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
         velocity = saved.get("velocity", torch.zeros(0))
         if not isinstance(velocity, torch.Tensor) or velocity.numel() != self._sync.local_velocity().numel():
             raise ValueError("sparsgd: the state_dict's momentum-correction velocity does not fit this optimizer")
-        iteration = saved.get("iteration")
-        if not _is_integer(iteration) or not 0 <= iteration < 2**63:
-            raise ValueError(f"sparsgd: the state_dict's iteration must be an integer in [0, 2**63), got {iteration!r}")
+        iteration = _checked_iteration(saved.get("iteration"), "the state_dict's")
         density = saved.get("density")
-        _options(self.options["compressor"], self.options["aggregator"], density, 4.0, 0, None, None, 1, "stop",
-                 self.options["error_feedback"])
+        _check_density(self.options, density)
         # Everything checked: now change.
         super().load_state_dict(optimizer_state)
         self._sync.set_residuals([r.to(self._device) for r in residuals])
