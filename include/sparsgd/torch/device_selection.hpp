@@ -7,6 +7,7 @@
 // positions are drawn on the host by the host compressor itself and go to the device.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,7 +47,8 @@ namespace device_ops {
 // Magnitude keys (select/magnitude.hpp) of a float32 tensor: its bits with the sign cleared, int32.
 torch::Tensor magnitude_keys(const torch::Tensor& x);
 // Throws InvalidData naming the first NaN or Inf of x as select::check_finite does, given its keys.
-void check_finite(const torch::Tensor& x, const torch::Tensor& keys, const char* what);
+// Returns the largest key (0 for no keys), which the pass found anyway.
+std::uint32_t check_finite(const torch::Tensor& x, const torch::Tensor& keys, const char* what);
 // The k-th largest of the keys (1 <= k <= n), a 0-dimensional int32 tensor on their device: on a
 // GPU the radix select of cuda/kth_largest_key.hpp (three read passes), elsewhere torch's topk.
 torch::Tensor kth_largest_key(const torch::Tensor& keys, std::size_t k);

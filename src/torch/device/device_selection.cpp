@@ -27,9 +27,10 @@ torch::Tensor magnitude_keys(const torch::Tensor& x) {
   return x.view(torch::kInt32).bitwise_and(0x7FFFFFFF);
 }
 
-void check_finite(const torch::Tensor& x, const torch::Tensor& keys, const char* what) {
-  if (keys.numel() == 0) return;
-  if (keys.max().item<std::int32_t>() < static_cast<std::int32_t>(select::kNonFiniteKey)) return;
+std::uint32_t check_finite(const torch::Tensor& x, const torch::Tensor& keys, const char* what) {
+  if (keys.numel() == 0) return 0;
+  const auto max_key = keys.max().item<std::int32_t>();
+  if (max_key < static_cast<std::int32_t>(select::kNonFiniteKey)) return static_cast<std::uint32_t>(max_key);
   const auto first = keys.ge(static_cast<std::int32_t>(select::kNonFiniteKey)).nonzero()[0][0].item<std::int64_t>();
   throw InvalidData(std::string(what) + " holds a non-finite value (" + std::to_string(x[first].item<float>()) +
                     ") at index " + std::to_string(first));
@@ -168,10 +169,9 @@ class ThresholdSelection final : public DeviceCompressor {
     validate_k(n, k);
     if (n == 0) return gather(acc, torch::empty({0}, acc.options().dtype(torch::kInt64)));
     const torch::Tensor keys = magnitude_keys(acc);
-    check_finite(acc, keys, "input to threshold selection");
+    const std::uint32_t max_key = check_finite(acc, keys, "input to threshold selection");
     const std::uint32_t initial =
         estimator_ == select::ThresholdEstimator::gaussian ? gaussian_initial(acc, k) : sampled_initial(keys, k);
-    const auto max_key = static_cast<std::uint32_t>(keys.max().item<std::int32_t>());
     int passes = 0;
     const auto pivot = select::search_pivot(
         n, k, initial, [&](std::uint32_t p) { return select::PivotCount{count_above(keys, p), max_key}; }, passes);
