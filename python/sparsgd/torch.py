@@ -29,6 +29,7 @@ import math
 import numbers
 import queue
 import threading
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -112,6 +113,15 @@ def _checked_iteration(iteration, whose):
     if not _is_integer(iteration) or not 0 <= iteration < 2**63:
         raise ValueError(f"sparsgd: {whose} iteration must be an integer in [0, 2**63), got {iteration!r}")
     return iteration
+
+
+def _note_restored_density(current, saved, whose):
+    """A saved density is restored, as torch restores a saved learning rate (a density warm-up resumes
+    where it was); said aloud when it is not the density this object had."""
+    if float(saved) != float(current):
+        warnings.warn(f"sparsgd: {whose}.load_state_dict restores the saved density {float(saved):g} (this object had "
+                      f"{float(current):g}), as torch restores a saved learning rate; call set_density() after loading "
+                      f"to change it", stacklevel=3)
 
 
 def _state_identity(options, rank, world_size):
@@ -416,6 +426,10 @@ class HookState:
     def submit(self, bucket):
         """What ``hook`` does: the bucket's exchange, submitted in call order; returns its Future."""
         index, buffer, parameters, last = bucket.index(), bucket.buffer(), bucket.parameters(), bucket.is_last()
+        if buffer.is_sparse or any(p.grad is not None and p.grad.is_sparse for p in parameters):
+            names = ", ".join(self._name(index, i, p) for i, p in enumerate(parameters))
+            raise ValueError(f"sparsgd: DDP bucket {index} ({names}) holds sparse gradients (nn.Embedding(sparse=True)?); "
+                             f"sparsgd exchanges dense gradients: build the layer with sparse=False")
         # The network model's clocks are aligned once a step, before its first exchange.
         iteration, first = self.iteration, self._submitted_in_step == 0
         self._submitted_in_step += 1
@@ -503,6 +517,7 @@ class HookState:
         self._spilled = {key: (r.to(by_pointer[key[0]][1].device), v.to(by_pointer[key[0]][1].device))
                          for key, (r, v) in restored.items()}
         self.iteration = int(iteration)
+        _note_restored_density(self.options["density"], density, "HookState")
         self.options["density"] = float(density)
 
     def __getstate__(self):
@@ -735,6 +750,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if velocity.numel():
             self._sync.set_local_velocity(velocity.to(self._device))
         self.iteration = int(iteration)
+        _note_restored_density(self.options["density"], density, "DistributedOptimizer")
         self.set_density(density)
 
     def __repr__(self):

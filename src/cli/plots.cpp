@@ -2,6 +2,7 @@
 
 #include "cli/plots.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -74,7 +75,7 @@ std::vector<std::vector<double>> read_columns(const fs::path& file, int x, int y
 
 }  // namespace
 
-std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, const std::string& out_dir) {
+PlotsWritten write_plots(const std::vector<std::string>& run_dirs, const std::string& out_dir) {
   SPARSGD_ENFORCE(!run_dirs.empty(), "no run directories to plot");
   for (const auto& dir : run_dirs) {
     if (!fs::exists(fs::path(dir) / "epochs.csv")) {
@@ -97,21 +98,42 @@ std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, c
   // The data goes inline, so the script is self-contained: `gnuplot plots.gnuplot` in out_dir redraws.
   std::string script = "set terminal pngcairo size 900,600 noenhanced\nset grid\n";
   std::vector<std::string> labels;
+  // has_points[i][p]: run i has a finite point for plot p.
+  std::vector<std::vector<bool>> has_points(run_dirs.size(), std::vector<bool>(plots.size(), false));
   for (std::size_t i = 0; i < run_dirs.size(); ++i) {
     const fs::path dir(run_dirs[i]);
     labels.push_back(gnuplot_text_literal(label_of(dir)));
     for (std::size_t p = 0; p < plots.size(); ++p) {
       auto rows = read_columns(dir / plots[p].csv, plots[p].x, plots[p].y);
+      std::erase_if(rows, [](const std::vector<double>& row) { return !std::isfinite(row[0]) || !std::isfinite(row[1]); });
       // Epoch indices are 0-based in the CSV; plot the end of epoch e at e + 1.
       if (plots[p].x == 1) {
         for (auto& row : rows) row[0] += 1;
       }
+      has_points[i][p] = !rows.empty();
       script += gnuplot_datablock(fmt::format("run{}_plot{}", i, p), rows);
     }
+    if (std::none_of(has_points[i].begin(), has_points[i].end(), [](bool b) { return b; })) {
+      throw InvalidData("nothing to plot in " + run_dirs[i] +
+                        ": its epochs.csv and metrics.csv hold no finite value (no epoch finished and no iteration "
+                        "recorded, or only NaN)");
+    }
   }
+  PlotsWritten result;
   std::vector<std::string> names;
   for (std::size_t p = 0; p < plots.size(); ++p) {
     const Plot& plot = plots[p];
+    std::vector<std::size_t> shown;
+    for (std::size_t i = 0; i < run_dirs.size(); ++i) {
+      if (has_points[i][p]) shown.push_back(i);
+    }
+    if (shown.empty()) {
+      std::error_code ignored;
+      fs::remove(fs::path(out_dir) / plot.file, ignored);  // an earlier drawing must not pass for this one
+      result.skipped.push_back(plot.file + ": no finite point in " +
+                               (run_dirs.size() == 1 ? "the run's " : "any run's ") + plot.csv);
+      continue;
+    }
     // Accuracy rises and loss falls: keep the key out of the curves' way.
     script += plot.ylabel.find("accuracy") != std::string::npos ? "set key bottom right\n" : "set key top right\n";
     script += fmt::format("set output {}\nset title {}\nset xlabel {}\nset ylabel {}\n", gnuplot_text_literal(plot.file),
@@ -119,8 +141,8 @@ std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, c
                           gnuplot_text_literal(plot.ylabel));
     script += plot.csv == "epochs.csv" ? "set xtics\n" : "";
     script += "plot ";
-    for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-      script += fmt::format("{}$run{}_plot{} using 1:2 with {} title {}", i > 0 ? ", " : "", i, p,
+    for (const std::size_t i : shown) {
+      script += fmt::format("{}$run{}_plot{} using 1:2 with {} title {}", i != shown.front() ? ", " : "", i, p,
                             plot.csv == "metrics.csv" ? "lines lw 1" : "linespoints lw 2", labels[i]);
     }
     script += "\nunset output\n";
@@ -128,9 +150,8 @@ std::vector<std::string> write_plots(const std::vector<std::string>& run_dirs, c
   }
   // gnuplot's chatter (a one-point series warns of an empty range) goes to a log beside the plots.
   run_gnuplot(out_dir, "plots.gnuplot", script, "plots.log", names);
-  std::vector<std::string> written;
-  for (const auto& name : names) written.push_back((fs::path(out_dir) / name).string());
-  return written;
+  for (const auto& name : names) result.files.push_back((fs::path(out_dir) / name).string());
+  return result;
 }
 
 void register_plot(CLI::App& app) {
@@ -141,7 +162,9 @@ void register_plot(CLI::App& app) {
   cmd->add_option("--out", *out, "where to write the PNGs (default: the first run's directory)")->check(non_empty_path());
   cmd->callback([dirs, out] {
     const std::string target = out->empty() ? dirs->front() : *out;
-    for (const auto& file : write_plots(*dirs, target)) fmt::print("wrote {}\n", file);
+    const PlotsWritten plots = write_plots(*dirs, target);
+    for (const auto& file : plots.files) fmt::print("wrote {}\n", file);
+    for (const auto& why : plots.skipped) std::fprintf(stderr, "sparsgd: note: no plot %s\n", why.c_str());
   });
 }
 

@@ -101,10 +101,14 @@ std::string default_out_dir() {
 void finish(const TrainConfig& config, const TrainSummary& summary, bool json) {
   if (!config.out_dir.empty()) {
     try {
-      const auto files = write_plots({config.out_dir}, config.out_dir);
+      const PlotsWritten plots = write_plots({config.out_dir}, config.out_dir);
       std::fprintf(stderr, "wrote %s/{metrics.csv,epochs.csv,summary.json} and %zu plots\n", config.out_dir.c_str(),
-                   files.size());
+                   plots.files.size());
+      for (const auto& why : plots.skipped) std::fprintf(stderr, "sparsgd: note: no plot %s\n", why.c_str());
     } catch (const GnuplotMissing& e) {
+      std::fprintf(stderr, "wrote %s/{metrics.csv,epochs.csv,summary.json}; no plots: %s\n", config.out_dir.c_str(),
+                   e.what());
+    } catch (const InvalidData& e) {  // nothing finite to plot: the results themselves were written
       std::fprintf(stderr, "wrote %s/{metrics.csv,epochs.csv,summary.json}; no plots: %s\n", config.out_dir.c_str(),
                    e.what());
     }
@@ -161,7 +165,11 @@ void register_train(CLI::App& app) {
                   "(lm: valid.txt is)")
       ->capture_default_str();
   add_exchange_options(cmd, c->exchange);
-  cmd->add_option("--warmup-density", c->warmup_density, "density during the first epoch (0: none)")->capture_default_str();
+  cmd->add_option("--warmup-density", c->warmup_density, "density during the first --warmup-density-epochs (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--warmup-density-epochs", c->warmup_density_epochs,
+                  "how long --warmup-density lasts, in epochs (fractions too: the gTop-k authors' 1 epoch of 141 is 0.0071 of the run)")
+      ->capture_default_str();
   cmd->add_option("--epochs", c->epochs, "epochs")->capture_default_str();
   cmd->add_option("--batch-size", c->batch_size,
                   "batch size per worker (lm: parallel token streams per worker; default: the task's recipe)");

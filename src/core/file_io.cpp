@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/hash.hpp"
 
 namespace sparsgd {
 namespace {
@@ -111,6 +113,27 @@ int open_regular(const std::filesystem::path& path, std::string_view what, struc
 void check_regular_file(const std::filesystem::path& path, std::string_view what) {
   struct stat status {};
   ::close(open_regular(path, what, status));
+}
+
+FileDigest digest_regular_file(const std::filesystem::path& path, std::string_view what) {
+  struct stat status {};
+  const int fd = open_regular(path, what, status);
+  FileDigest digest{0, kFnv1aOffset};
+  std::vector<std::byte> chunk(std::size_t{1} << 20);
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw InvalidData("cannot read " + std::string(what) + " " + path.string() + ": " + std::strerror(error));
+    }
+    if (n == 0) break;
+    digest.bytes += static_cast<std::uint64_t>(n);
+    digest.hash = fnv1a(std::span<const std::byte>(chunk.data(), static_cast<std::size_t>(n)), digest.hash);
+  }
+  ::close(fd);
+  return digest;
 }
 
 std::string read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what) {

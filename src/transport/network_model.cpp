@@ -21,6 +21,12 @@ double parse_number(const std::string& text, const std::string& spec) {
 
 constexpr std::size_t kStampBytes = sizeof(double);
 
+// Bounds that keep every simulated clock finite and meaningful (a terabyte at 1 bit/s is 8.8e12 s;
+// millions of messages of a kilosecond each stay far from overflow), and wide enough for any link.
+constexpr double kMaxAlphaSeconds = 1000.0;
+constexpr double kMinBitsPerSecond = 1.0;
+constexpr double kMaxBitsPerSecond = 1e18;
+
 }  // namespace
 
 NetworkSpec parse_network(const std::string& spec) {
@@ -33,8 +39,12 @@ NetworkSpec parse_network(const std::string& spec) {
   if (spec.rfind("alpha=", 0) == 0 && comma != std::string::npos && spec.compare(comma + 1, 3, "bw=") == 0) {
     const double alpha = parse_number(spec.substr(6, comma - 6), spec);
     const double bits = parse_number(spec.substr(comma + 4), spec);
-    if (!std::isfinite(alpha) || alpha < 0.0) throw InvalidArgument("network '" + spec + "': alpha must be >= 0 seconds");
-    if (!std::isfinite(bits) || bits <= 0.0) throw InvalidArgument("network '" + spec + "': bw must be > 0 bits per second");
+    if (!(alpha >= 0.0 && alpha <= kMaxAlphaSeconds)) {
+      throw InvalidArgument("network '" + spec + "': alpha must be in [0, 1000] seconds");
+    }
+    if (!(bits >= kMinBitsPerSecond && bits <= kMaxBitsPerSecond)) {
+      throw InvalidArgument("network '" + spec + "': bw must be in [1, 1e18] bits per second");
+    }
     return {spec, alpha, bits / 8.0};
   }
   throw InvalidArgument("unknown network '" + spec + "'" + usage);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/hash.hpp"
 
 namespace sparsgd {
 namespace {
@@ -131,6 +132,25 @@ TEST_F(FileIo, ReadsTakeOnlyRegularFilesWithinTheirBound) {
   EXPECT_NE(refused(dir_ / "absent.ckpt", 100).find("cannot open checkpoint"), std::string::npos);
   EXPECT_THROW(check_regular_file(dir_ / "rank-0.ckpt", "checkpoint"), InvalidData);
   EXPECT_NO_THROW(check_regular_file(dir_ / "records.csv", "run record"));
+}
+
+// A digest is the size and the FNV-1a of every byte, over reads of any size, and refuses what is
+// not a regular file as the reads do.
+TEST_F(FileIo, DigestsCoverEveryByteOfARegularFile) {
+  std::string bytes(3 * (1 << 20) + 17, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  std::ofstream(dir_ / "model.pt", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const FileDigest digest = digest_regular_file(dir_ / "model.pt", "TorchScript model");
+  EXPECT_EQ(digest.bytes, bytes.size());
+  EXPECT_EQ(digest.hash, fnv1a(std::as_bytes(std::span<const char>(bytes))));
+  bytes.back() ^= 1;  // the last byte of the last, short read
+  std::ofstream(dir_ / "other.pt", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_NE(digest_regular_file(dir_ / "other.pt", "TorchScript model").hash, digest.hash);
+  std::ofstream(dir_ / "empty.pt");
+  EXPECT_EQ(digest_regular_file(dir_ / "empty.pt", "TorchScript model").hash, kFnv1aOffset);
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.pt").c_str(), 0644), 0);
+  EXPECT_THROW(digest_regular_file(dir_ / "fifo.pt", "TorchScript model"), InvalidData);
+  EXPECT_THROW(digest_regular_file(dir_ / "absent.pt", "TorchScript model"), InvalidArgument);
 }
 
 }  // namespace

@@ -189,3 +189,48 @@ def test_a_hook_state_that_does_not_fit_is_refused_before_anything_changes(run_w
         assert "parameter 'missing', which the module does not have" in messages["name"]
         assert messages["iteration after"] == 0
         assert "needs the model: HookState(..., module=model)" in messages["no module"]
+
+
+def sparse_embedding_ddp_job(rank, world_size):
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 3, sparse=True), torch.nn.Flatten(), torch.nn.Linear(6, 2))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp.register_comm_hook(st.HookState(density=0.5), st.hook)
+    try:
+        ddp(torch.tensor([[1, 2], [3, 4]])).sum().backward()
+    except Exception as error:  # DDP's reducer may wrap what the hook raised
+        return str(error)
+    return "accepted"
+
+
+def test_ddp_with_a_sparse_embedding_is_refused_by_name(run_workers):
+    for message in all_ok(run_workers(2, sparse_embedding_ddp_job)):
+        assert "holds sparse gradients (nn.Embedding(sparse=True)?)" in message, message
+        assert "build the layer with sparse=False" in message, message
+
+
+def restored_density_job(rank, world_size):
+    import warnings
+    model = make_model()
+    saved = st.HookState(density=0.004, module=model).state_dict()
+    opt = st.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model.named_parameters(), density=0.004)
+    opt_saved = opt.state_dict()
+    caught = {}
+    for name, make, state in (("hook", lambda: st.HookState(density=0.01, module=model), saved),
+                              ("optimizer", lambda: st.DistributedOptimizer(
+                                  torch.optim.SGD(model.parameters(), lr=0.1), model.named_parameters(),
+                                  density=0.01), opt_saved)):
+        target = make()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            target.load_state_dict(state)
+        caught[name] = ([str(w.message) for w in seen], target.options["density"])
+    return caught
+
+
+def test_a_restored_density_is_said_aloud(run_workers):
+    for caught in all_ok(run_workers(2, restored_density_job)):
+        for name, whose in (("hook", "HookState"), ("optimizer", "DistributedOptimizer")):
+            messages, density = caught[name]
+            assert density == 0.004
+            assert any(f"{whose}.load_state_dict restores the saved density 0.004 (this object had 0.01)" in m
+                       for m in messages), messages

@@ -53,6 +53,10 @@ reject comm_network_negative_alpha 'alpha' bench comm --workers 2 --n 1000 --net
 reject comm_network_no_bandwidth 'bandwidth|bw' bench comm --workers 2 --n 1000 --network alpha=0.001
 reject comm_network_zero_bandwidth 'bandwidth|bw' bench comm --workers 2 --n 1000 --network alpha=0.001,bw=0
 reject comm_network_nan 'alpha|finite' bench comm --workers 2 --n 1000 --network alpha=nan,bw=1e9
+reject comm_network_huge_alpha 'alpha must be in \[0, 1000\] seconds' bench comm --workers 2 --n 1000 --network alpha=1e308,bw=1e-300
+reject comm_network_tiny_bandwidth 'bw must be in \[1, 1e18\] bits per second' bench comm --workers 2 --n 1000 --network alpha=0.001,bw=1e-300
+reject comm_network_huge_bandwidth 'bw must be in \[1, 1e18\] bits per second' bench comm --workers 2 --n 1000 --network alpha=0.001,bw=1e300
+reject simulate_network_huge_alpha 'alpha must be in \[0, 1000\] seconds' simulate --network alpha=5000,bw=1e9
 reject comm_iters_zero 'iters' bench comm --workers 2 --n 1000 --iters 0
 reject comm_timeout_zero 'timeout' bench comm --workers 2 --n 1000 --timeout-ms 0
 reject comm_model_network_with_network '--model-network is for runs without --network' bench comm --n 100 --network 1gbe --model-network 1gbe
@@ -88,7 +92,7 @@ if with_torch; then
   reject train_hidden_size_zero "--hidden-size must be in \\[1, 65536\\], got 0" train --task lm --hidden-size 0
   reject train_dropout_one "--dropout must be in \\[0, 1\\), got 1" train --task lm --dropout 1
   reject train_clip_norm_negative "--clip-norm must be >= 0 \\(0: none\\), got -1" train --clip-norm -1
-  reject train_checkpoint_every_beyond_run "--checkpoint-every 50 is more than the run's 20 iterations: no checkpoint would ever be written" \
+  reject train_checkpoint_every_beyond_run "--checkpoint-every 50 is more than the run's 20 iterations less one: no checkpoint would ever be written" \
     train --workers 2 --max-iters 20 --checkpoint-every 50 --network none --out "$work/checkpoint-beyond"
   reject train_batch_larger_than_shard "--batch-size 20000 is more than a worker's shard \\(15000 of the 60000" \
     train --workers 4 --batch-size 20000 --max-iters 1 --network none --out "$work/batch-larger"
@@ -137,7 +141,29 @@ if with_torch; then
   reject train_randk_shared_needs_randk 'randk-shared aggregator needs the randk or randk-unbiased compressor' train --aggregator randk-shared
   reject train_missing_data 'apt-get install dataset-fashion-mnist' train --data /nonexistent --max-iters 1
   reject train_data_is_a_file 'fashion|Fashion|cannot' train --data /etc/hostname --max-iters 1
-  reject train_missing_checkpoint 'cannot open checkpoint' train --resume /nonexistent-run --max-iters 1
+  reject train_missing_checkpoint 'no such run directory' train --resume "$work/nonexistent-run" --max-iters 1
+  [ -e "$work/nonexistent-run" ] && fail "bad input train_missing_checkpoint" "a refused resume created the directory"
+  mkdir -p "$work/run-without-checkpoints"
+  reject train_resume_without_checkpoints 'cannot open checkpoint' train --resume "$work/run-without-checkpoints" --max-iters 1
+  reject train_warmup_density_epochs_zero '--warmup-density-epochs must be a positive number of epochs' train --warmup-density-epochs 0
+  reject train_warmup_density_epochs_nan '--warmup-density-epochs must be a positive number of epochs' train --warmup-density-epochs nan
+  reject train_crash_checkpoint_without_checkpoints 'this run writes none: add --checkpoint-every' \
+    train --workers 2 --max-iters 5 --inject-fault crash-checkpoint:0:1 --network none
+  reject train_crash_checkpoint_after_the_last 'writes its last at iteration 5 .*: it would never happen' \
+    train --workers 2 --max-iters 10 --checkpoint-every 5 --inject-fault crash-checkpoint:0:7 --network none --out "$work/late-crash"
+  reject train_fault_after_the_run "planned at iteration 9, but the run's iterations are 0 to 4: it would never happen" \
+    train --workers 2 --max-iters 5 --inject-fault throw:0:9 --network none
+  mkdir -p "$work/empty-records"
+  printf 'epoch,iterations,train_loss,test_loss,test_accuracy,wall_s,simulated_s,bytes_per_iteration,test_perplexity,validation_loss,validation_accuracy\n' \
+    >"$work/empty-records/epochs.csv"
+  printf 'epoch,step,loss,lr,density,bytes_sent,compute_s,compression_s,communication_s,simulated_s,wall_s\n' \
+    >"$work/empty-records/metrics.csv"
+  reject plot_empty_records 'nothing to plot in .*empty-records: its epochs.csv and metrics.csv hold no finite value' \
+    plot "$work/empty-records"
+  cp -r "$work/empty-records" "$work/nan-records"
+  printf '0,10,nan,nan,nan,1,nan,100,0,nan,nan\n' >>"$work/nan-records/epochs.csv"
+  printf '0,1,nan,0.1,0.01,100,0.1,0.1,0.1,nan,1\n' >>"$work/nan-records/metrics.csv"
+  reject plot_nan_records 'nothing to plot in .*nan-records' plot "$work/nan-records"
   reject train_unwritable_out 'cannot|Permission|Not a directory|exists' train --out /proc/version/run --max-iters 1
   reject plot_rejects_non_run 'not a training run directory' plot /tmp
   reject plot_out_empty "--out: must name a file or directory" plot /tmp --out ''

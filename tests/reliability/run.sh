@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The reliability suite: bad input to every command, faults injected into running jobs (in-process
 # and under mpirun), damaged checkpoints, and the library's own fault tests. Ends with one line:
-#   reliability: F faults injected, B bad inputs tried, H hostile inputs tried, M memory checks, X failures
-# and exits non-zero if X > 0.
+#   reliability: F faults injected, B bad inputs tried, H hostile inputs tried, M memory checks,
+#   L links planted, R reads of non-files, D run-directory cases, S resume-meaning cases, X failures
+# and exits non-zero if X > 0. The last four are files_and_state.sh's families.
 #
 # Usage: run.sh --cli PATH [--tests DIR] [--mpirun PATH] [--torch]
 #   --tests DIR   the directory of the gtest binaries (core_tests, ...): their fault tests count too
@@ -22,7 +23,8 @@ while (($#)); do
 done
 [ -x "$cli" ] || { echo "run.sh: --cli must name the sparsgd executable" >&2; exit 2; }
 
-faults=0 bad_inputs=0 hostile=0 memory_checks=0 failures=0
+faults=0 bad_inputs=0 hostile=0 memory_checks=0 links=0 reads=0 rundirs=0 meaning=0 failures=0
+counters=(faults bad_inputs hostile memory_checks links reads rundirs meaning failures)
 work=$(mktemp -d /tmp/sparsgd-reliability.XXXXXX)
 cleanup() {
   # A failed scenario must not leave ranks behind.
@@ -98,6 +100,8 @@ expect_refused() {
 
 # json_field FILE FIELD: a top-level number or boolean of a one-line JSON summary.
 json_field() { grep -o "\"$2\":[^,}]*" "$1" | head -1 | cut -d: -f2; }
+
+source "$here/files_and_state.sh"
 
 # The sections run in two parts at once (most of their time is spent waiting: for timeouts, for
 # ranks, for processes to start), each part into its own log, shown one after the other.
@@ -510,7 +514,19 @@ PY
     --batch-size 128 --max-iters 2 --network none --out "$work/estimate-cifar"
   estimate_run train_lm train --json --task lm --data "$work/corpus" --workers 1 --batch-size 40 --max-iters 2 \
     --network none --out "$work/estimate-lm"
+  # Many workers in one process: each thread's stack and arena counted as what they hold, not as
+  # what they reserve.
+  estimate_run train_mlp_256_workers train --json --model mlp --workers 256 --batch-size 4 --max-iters 2 --network none \
+    --out "$work/estimate-many"
+  # A model far too large is refused from its shape, before LibTorch is asked for it.
+  memory_checks=$((memory_checks + 1))
+  expect_run memory.lm_refused_before_building nonzero '^sparsgd: error: train needs about [0-9.]+ TiB' 60 \
+    "$cli" train --task lm --data "$work/corpus" --hidden-size 65536 --workers 1 --max-iters 1 --network none
+  if grep -q 'frame #' "$work/memory.lm_refused_before_building.log"; then
+    fail memory.lm_refused_before_building "a stack trace instead of one line"
+  fi
 fi
+estimate_run comm_1024_workers bench comm --json --workers 1024 --n 100000 --iters 2
 
 # The library's own fault tests: each injects one fault or one bad input into a component.
 run_gtests() {  # run_gtests KIND BINARY FILTER
@@ -548,12 +564,12 @@ run_part() {
       "$section"
       echo "-- ${section#section_}: $((SECONDS - started)) s"
     done
-    echo "$faults $bad_inputs $hostile $memory_checks $failures" >"$work/counts.$name"
+    for counter in "${counters[@]}"; do echo "$counter ${!counter}"; done >"$work/counts.$name"
   ) >"$work/part-$name.log" 2>&1 </dev/null
 }
 run_part a section_bad_input section_results_written section_memory_and_library &
 part_a=$!
-run_part b section_faults_under_mpirun section_crashes_signals_and_agreement
+run_part b section_faults_under_mpirun section_crashes_signals_and_agreement section_files_and_state
 wait "$part_a"
 cat "$work/part-a.log" "$work/part-b.log"
 for part in a b; do
@@ -561,10 +577,12 @@ for part in a b; do
     fail "part $part" "ended before its last section: $(tail -c 300 "$work/part-$part.log")"
     continue
   fi
-  read -r f b h m x <"$work/counts.$part"
-  faults=$((faults + f)) bad_inputs=$((bad_inputs + b)) hostile=$((hostile + h))
-  memory_checks=$((memory_checks + m)) failures=$((failures + x))
+  while read -r counter value; do
+    printf -v "$counter" '%d' $((${!counter} + value))
+  done <"$work/counts.$part"
 done
 
-echo "reliability: $faults faults injected, $bad_inputs bad inputs tried, $hostile hostile inputs tried, $memory_checks memory checks, $failures failures"
+echo "reliability: $faults faults injected, $bad_inputs bad inputs tried, $hostile hostile inputs tried," \
+  "$memory_checks memory checks, $links links planted, $reads reads of non-files, $rundirs run-directory cases," \
+  "$meaning resume-meaning cases, $failures failures"
 [ "$failures" -eq 0 ]

@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/torch/language_model.hpp"
 
 namespace {
 
 using sparsgd::torch_layer::make_model;
 using sparsgd::torch_layer::model_names;
+using sparsgd::torch_layer::LstmShape;
 using sparsgd::torch_layer::parameter_count;
+using sparsgd::torch_layer::WordLstm;
 
 TEST(Models, NamesAreStable) {
   EXPECT_EQ(model_names(), (std::vector<std::string>{"mlp", "cnn", "resnet20", "vgg16"}));
@@ -64,6 +67,26 @@ TEST_P(ModelTest, ParameterCount) {
   ASSERT_FALSE(params.empty());
   params.front().set_requires_grad(false);
   EXPECT_EQ(parameter_count(*model), count - params.front().numel());
+}
+
+// The memory check counts a language model's parameters from its shape, before building it: the
+// count must be the built model's, for every shape.
+TEST(Models, LanguageModelParameterCountFromItsShapeIsTheBuiltModels) {
+  for (const std::int64_t vocabulary : {2, 13, 1000}) {
+    for (const std::int64_t hidden : {1, 7, 64}) {
+      for (const std::int64_t layers : {1, 2, 3}) {
+        for (const bool tied : {false, true}) {
+          const LstmShape shape{vocabulary, hidden, layers, tied, 0.0};
+          WordLstm model(shape);
+          EXPECT_EQ(parameter_count(shape), parameter_count(model))
+              << "vocabulary " << vocabulary << ", hidden " << hidden << ", layers " << layers << ", tied " << tied;
+        }
+      }
+    }
+  }
+  // The largest --hidden-size is counted without being allocated: 2 layers of 8 x 65536^2.
+  EXPECT_EQ(parameter_count(LstmShape{10, 65536, 2, false, 0.0}),
+            2 * (8LL * 65536 * 65536 + 8 * 65536) + 2 * 10 * 65536 + 10);
 }
 
 TEST_P(ModelTest, SameSeedSameInitialization) {

@@ -38,6 +38,11 @@ void write_bytes(const fs::path& path, const std::string& bytes) {
   ASSERT_TRUE(out.good()) << path;
 }
 
+std::string read_file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // CIFAR-format records whose class is visible in the colour: class c's pixels scatter around its
 // own RGB colour (a task a network learns in a few dozen steps, but not one it knows at the start).
 std::string cifar_records(int count, std::uint32_t seed) {
@@ -320,6 +325,56 @@ TEST(Tasks, ResumeEqualsUninterruptedForEveryTask) {
       EXPECT_EQ(continued.history[e].test_accuracy, uninterrupted.history[e].test_accuracy) << "epoch " << e;
       EXPECT_EQ(continued.history[e].validation_loss, uninterrupted.history[e].validation_loss) << "epoch " << e;
     }
+    fs::remove_all(dir);
+  }
+  fs::remove_all(cifar);
+  fs::remove_all(corpus);
+}
+
+// A checkpoint says what it was trained on: a resume with other data (one record changed) is refused
+// naming both; the same data under another path resumes (the identity is the content, not the path).
+TEST(Tasks, ResumeRefusesOtherDataAndTakesTheSameDataElsewhere) {
+  const fs::path cifar = make_cifar_dir("identity-data", 20);
+  const fs::path corpus = make_corpus_dir("identity-corpus");
+  TrainConfig image = cifar_run(cifar, "cnn");
+  image.epochs = 2;
+  image.checkpoint_every = 5;
+  TrainConfig text = lm_run(corpus);
+  text.checkpoint_every = 7;
+  for (const TrainConfig& original : {image, text}) {
+    SCOPED_TRACE(original.task);
+    const fs::path data(original.data_dir);
+    const fs::path dir = temp_dir("identity-" + original.task);
+    TrainConfig whole = original;
+    whole.out_dir = (dir / "whole").string();
+    train(whole);
+    const std::string first_identity = load_task(whole)->identity();
+
+    const fs::path copy = temp_dir("identity-copy-" + original.task);
+    for (const auto& entry : fs::directory_iterator(data)) fs::copy_file(entry.path(), copy / entry.path().filename());
+    TrainConfig same = whole;
+    same.data_dir = copy.string();
+    EXPECT_EQ(load_task(same)->identity(), first_identity);
+    same.resume_dir = whole.out_dir;
+    same.out_dir = (dir / "same").string();
+    EXPECT_TRUE(train(same).resumed);
+
+    // One byte of the test set: CIFAR's last pixel, the corpus's last word.
+    const fs::path changed_file = copy / (original.task == "lm" ? "test.txt" : "test_batch.bin");
+    std::string bytes = read_file_bytes(changed_file);
+    bytes[bytes.size() - 2] = bytes[bytes.size() - 2] == '1' ? '2' : '1';
+    write_bytes(changed_file, bytes);
+    TrainConfig other = same;
+    other.out_dir = (dir / "other").string();
+    EXPECT_NE(load_task(other)->identity(), first_identity);
+    try {
+      train(other);
+      ADD_FAILURE() << "resumed on other data";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("trained on other data or another model"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(first_identity), std::string::npos) << e.what();
+    }
+    fs::remove_all(copy);
     fs::remove_all(dir);
   }
   fs::remove_all(cifar);

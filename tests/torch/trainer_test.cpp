@@ -5,9 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/training/checkpoint.hpp"
 #include "sparsgd/torch/trainer.hpp"
 
 namespace sparsgd::torch_layer {
@@ -177,6 +181,92 @@ TEST(Trainer, LearningRateWarmupCosineDecayAndDensityWarmup) {
     EXPECT_NEAR(rows[i].first, lr, 1e-5) << "iteration " << i;
     EXPECT_DOUBLE_EQ(rows[i].second, i < 30 ? 0.05 : 0.01) << "iteration " << i;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// The paper's density warm-up lasts a fraction of an epoch when asked (the authors' 1 epoch of 141).
+TEST(Trainer, DensityWarmupLastsItsFractionOfAnEpoch) {
+  const auto dir = temp_dir("density-warmup");
+  TrainConfig c = small_run();
+  c.max_iters = 40;
+  c.epochs = 2;
+  c.batch_size = 1000;  // 30 iterations per epoch on 2 workers
+  c.exchange.density = 0.01;
+  c.warmup_density = 0.004;
+  c.warmup_density_epochs = 0.3;  // iterations 0..8 (position 8/30 < 0.3 <= 9/30)
+  c.out_dir = dir.string();
+  train(c);
+  const auto rows = lr_and_density(dir / "metrics.csv");
+  ASSERT_EQ(rows.size(), 40u);
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_DOUBLE_EQ(rows[i].second, i < 9 ? 0.004 : 0.01) << i;
+  std::filesystem::remove_all(dir);
+}
+
+// A resume checks that a checkpoint's position adds up (edited and re-checksummed, it is passed over
+// as a damaged one) and that the run's records up to it are there, each once, in order.
+TEST(Trainer, ResumeChecksThePositionAndTheRecords) {
+  namespace fs = std::filesystem;
+  const auto dir = temp_dir("meaning");
+  TrainConfig whole = small_run();
+  whole.out_dir = (dir / "whole").string();
+  whole.checkpoint_every = 25;  // checkpoints at 25 and 50 of 60
+  train(whole);
+  const auto resume = [&](const std::function<void(const fs::path&)>& edit) -> std::string {
+    const fs::path copy = dir / "copy";
+    fs::remove_all(copy);
+    fs::copy(whole.out_dir, copy, fs::copy_options::recursive);
+    edit(copy);
+    TrainConfig resumed = small_run();
+    resumed.resume_dir = copy.string();
+    resumed.out_dir = copy.string();  // continues it, records and all
+    try {
+      const TrainSummary s = train(resumed);
+      return "resumed at " + std::to_string(s.resumed_at);
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  const auto set = [](const fs::path& file, const std::string& section, std::uint64_t value) {
+    Checkpoint c = read_checkpoint(file.string());
+    c.integers[section] = {value};
+    write_checkpoint(file.string(), c, "");
+  };
+  const auto on_every_file = [&](const std::string& section, std::uint64_t value) {
+    return [=](const fs::path& run) {
+      for (const char* f : {"rank-0.ckpt", "rank-0.prev.ckpt", "rank-1.ckpt", "rank-1.prev.ckpt"}) {
+        set(run / "checkpoints" / f, section, value);
+      }
+    };
+  };
+  EXPECT_EQ(resume([](const fs::path&) {}), "resumed at 50");
+  EXPECT_NE(resume(on_every_file("run.epoch", 5)).find("run.epoch is not one of the run's 1 epochs"), std::string::npos);
+  EXPECT_NE(resume(on_every_file("run.next_iteration", 99999999)).find("run.next_iteration is beyond the epoch's end"),
+            std::string::npos);
+  EXPECT_NE(resume(on_every_file("run.step", 7)).find("run.step is not run.epoch x iterations an epoch"),
+            std::string::npos);
+  // One rank's newest file edited: every rank resumes from the iteration before.
+  EXPECT_EQ(resume([&](const fs::path& run) { set(run / "checkpoints" / "rank-1.ckpt", "run.next_iteration", 3); }),
+            "resumed at 25");
+  const auto metrics = [](const std::function<void(std::vector<std::string>&)>& change) {
+    return [=](const fs::path& run) {
+      std::ifstream in(run / "metrics.csv");
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+      in.close();
+      change(lines);
+      std::ofstream out(run / "metrics.csv");
+      for (const auto& line : lines) out << line << '\n';
+    };
+  };
+  EXPECT_NE(resume([](const fs::path& run) { fs::remove(run / "metrics.csv"); }).find("metrics.csv is missing"),
+            std::string::npos);
+  EXPECT_NE(resume(metrics([](auto& l) { l.resize(20); })).find("ends at step 19"), std::string::npos);
+  EXPECT_NE(resume(metrics([](auto& l) { std::swap(l[3], l[4]); })).find("has step 4 where step 3 should be"),
+            std::string::npos);
+  EXPECT_NE(resume(metrics([](auto& l) { l.insert(l.begin() + 6, l[5]); })).find("has step 5 where step 6 should be"),
+            std::string::npos);
+  // Rows after the checkpoint (a crash before the next one) are dropped, and written again.
+  EXPECT_EQ(resume(metrics([](auto& l) { l.resize(56); })), "resumed at 50");
   std::filesystem::remove_all(dir);
 }
 

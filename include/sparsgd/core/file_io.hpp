@@ -53,6 +53,14 @@ std::string read_regular_file(const std::filesystem::path& path, std::uint64_t m
 // (zlib, TorchScript).
 void check_regular_file(const std::filesystem::path& path, std::string_view what);
 
+// A file's identity by content: its size and the FNV-1a hash of all its bytes (read in chunks, so
+// a large file is not held in memory), checked and refused as read_regular_file does.
+struct FileDigest {
+  std::uint64_t bytes = 0;
+  std::uint64_t hash = 0;
+};
+FileDigest digest_regular_file(const std::filesystem::path& path, std::string_view what);
+
 // A result file that grows row by row (a training run's metrics.csv). Rows are kept in memory and
 // written, checked, when durable() is called or the buffer grows large; durable() also fsyncs, so
 // that what a checkpoint covers is on disk before the checkpoint exists. A failed write is an

@@ -30,6 +30,10 @@ struct RecurrentState {
   bool defined() const { return h.defined(); }
 };
 
+// The trainable scalars a WordLstm of this shape holds, without building it: the memory check
+// comes before any large allocation.
+std::int64_t parameter_count(const LstmShape& shape);
+
 class WordLstm final : public torch::nn::Module {
  public:
   // Throws InvalidArgument for a vocabulary under 2, a width or layer count under 1, or a dropout

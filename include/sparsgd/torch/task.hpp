@@ -85,7 +85,18 @@ class Task {
   // loaded from the TorchScript file; the parameters are then replaced by rank 0's. The model's
   // output is checked against the task on a small batch (InvalidData when it does not fit).
   virtual std::unique_ptr<TaskWorker> make_worker(int rank, int workers) const = 0;
-  virtual ActivationEstimate activation_memory() const = 0;
+  // One of `workers` workers' activations: of a training batch, and of an evaluation batch no larger
+  // than its share of the largest evaluated set (at many workers, the share is the smaller).
+  virtual ActivationEstimate activation_memory(int workers) const = 0;
+  // The model's trainable scalars, before any worker is built (the memory check comes first): a
+  // built-in language model's from its shape, an image classifier's by building one (their sizes
+  // are fixed), a TorchScript model's by loading it.
+  virtual std::int64_t parameter_count() const = 0;
+  // What the run learns from, as a line a person can compare: the data as loaded (each set's size,
+  // a hash of all its labels or tokens and of 256 examples spread over it) and the model (a
+  // built-in's name; a TorchScript file's size and the hash of all its bytes). A checkpoint holds
+  // it, and a resume with other data or another model is refused naming both.
+  virtual std::string identity() const = 0;
 };
 
 // The task names --task accepts, in a stable order.

@@ -46,7 +46,8 @@ struct TrainConfig {
   // The gradient exchange (collectives/exchange_options.hpp), density 0.01 and the gTop-k paper's
   // 1 Gbps cluster by default; its network is also the one the run is simulated on.
   collectives::ExchangeOptions exchange = default_exchange();
-  double warmup_density = 0.0;     // > 0: the density during the first epoch (gTop-k: 0.004)
+  double warmup_density = 0.0;     // > 0: the density during the first warmup_density_epochs (gTop-k: 0.004)
+  double warmup_density_epochs = 1.0;
   int epochs = 1;
   int batch_size = 32;             // per worker (lm: token streams per worker)
   double lr = 0.05;

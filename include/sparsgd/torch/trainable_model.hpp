@@ -69,4 +69,8 @@ class ScriptedModel : public TrainableModel {
 // True when a --model value names a TorchScript file rather than a built-in model.
 bool is_scripted_model(const std::string& model);
 
+// Throws InvalidArgument when the TorchScript file is missing (saying how to make one), InvalidData
+// when it is not a regular file (a FIFO, a device, a directory: never read).
+void check_scripted_model_file(const std::string& path);
+
 }  // namespace sparsgd::torch_layer

@@ -111,10 +111,24 @@ TrainSummary train_worker(transport::Transport& transport, const TrainConfig& co
 // arithmetic identical between in-process and MPI runs. train() and train_worker() call it.
 void use_one_thread_per_worker();
 
-// The memory training needs beyond what the process holds once the data is loaded: per worker the
-// activations of a training batch and of an evaluation batch (from the task), and the copies of the
-// parameters (weights, gradients, flat buffers, residual, velocity, optimizer state).
-MemoryEstimate train_memory_estimate(std::int64_t parameters, double activation_bytes_per_worker, int workers_here,
-                                     const std::string& activations_described);
+// What the memory estimate of a training run is made from.
+struct TrainMemoryInputs {
+  std::int64_t parameters = 0;
+  double activation_bytes = 0;     // one worker's (Task::activation_memory)
+  std::string activations_described;
+  int workers = 1;                 // in the job
+  int workers_here = 1;            // in this process (MPI: the ranks on this machine)
+  std::string aggregator = "gtopk-rd";
+  bool dense_compressor = false;   // --compressor none: no selection, no pairs
+  double density = 0.01;
+  std::string optimizer = "sgd";
+};
+
+// The memory training needs beyond what the process holds once the data is loaded, per worker: the
+// activations; the model's weights and gradients, the averager's flat gradient and average and the
+// optimizer's state (arrays of n floats); the exchange's own buffers (its aggregator's footprint,
+// as bench comm counts them, the residual among them); the thread. Checked against the peak
+// resident memory of real runs up to 1024 workers by tests/reliability.
+MemoryEstimate train_memory_estimate(const TrainMemoryInputs& inputs);
 
 }  // namespace sparsgd::torch_layer

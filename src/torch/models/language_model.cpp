@@ -6,6 +6,13 @@
 
 namespace sparsgd::torch_layer {
 
+std::int64_t parameter_count(const LstmShape& s) {
+  // The embedding; each layer's input and recurrent weights (4 gates) and their two biases; the
+  // decoder's weight (unless tied to the embedding) and bias.
+  const std::int64_t layer = 8 * s.hidden * s.hidden + 8 * s.hidden;
+  return s.vocabulary * s.hidden + s.layers * layer + (s.tied ? 0 : s.vocabulary * s.hidden) + s.vocabulary;
+}
+
 WordLstm::WordLstm(const LstmShape& shape) : shape_(shape) {
   SPARSGD_ENFORCE(shape.vocabulary >= 2, "the language model needs a vocabulary of at least 2 words, got "
                                              << shape.vocabulary);

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
 
 namespace sparsgd::torch_layer {
 
@@ -44,13 +45,18 @@ bool is_scripted_model(const std::string& model) {
   return model.find('/') != std::string::npos || model.ends_with(".pt") || model.ends_with(".pth");
 }
 
-ScriptedModel::ScriptedModel(const std::string& path) : path_(path) {
+void check_scripted_model_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  if (!std::filesystem::exists(path, ec)) {
     throw InvalidArgument("TorchScript model " + path +
                           " not found (--model takes a built-in model's name or the path of a file saved with "
                           "torch.jit.script(model).save(path); see examples/export_torchscript.py)");
   }
+  check_regular_file(path, "TorchScript model");
+}
+
+ScriptedModel::ScriptedModel(const std::string& path) : path_(path) {
+  check_scripted_model_file(path);
   try {
     module_ = torch::jit::load(path);
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
 
 namespace sparsgd::torch_layer {
 namespace {
@@ -25,6 +26,7 @@ fs::path data_folder(const std::string& dir) {
 
 std::vector<char> read_records(const fs::path& path) {
   std::error_code ec;
+  if (fs::exists(path, ec)) check_regular_file(path, "CIFAR-10 file");
   if (!fs::is_regular_file(path, ec)) {
     throw InvalidArgument("CIFAR-10 file " + path.string() +
                           " not found: --data needs the directory of the binary version's files (data_batch_1.bin .. "

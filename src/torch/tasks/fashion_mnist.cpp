@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sparsgd/core/error.hpp"
+#include "sparsgd/core/file_io.hpp"
 
 namespace sparsgd::torch_layer {
 namespace {
@@ -34,11 +35,12 @@ class GzReader {
  public:
   explicit GzReader(std::string path) : path_(std::move(path)) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path_, ec)) {
+    if (!std::filesystem::exists(path_, ec)) {
       throw InvalidArgument("Fashion-MNIST file " + path_ +
                             " not found; install it with: apt-get install dataset-fashion-mnist "
                             "(or pass the directory that holds the four *-ubyte.gz files)");
     }
+    check_regular_file(path_, "Fashion-MNIST file");
     // zlib reports an empty file as a (plain) stream of zero bytes; say what it is instead.
     if (std::filesystem::file_size(path_, ec) == 0 && !ec) fail_data(path_, "is empty");
     file_ = gzopen(path_.c_str(), "rb");

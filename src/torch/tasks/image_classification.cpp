@@ -149,7 +149,7 @@ class ImageWorker final : public TaskWorker {
     const auto x = inputs(train_, rows, count, augment);
     const auto y = train_.labels.index_select(0, index).to(model_.device());
     const auto loss = torch::nn::functional::cross_entropy(model_.forward(x), y);
-    loss.backward();
+    backward(loss, config_.model);
     return loss.item<double>();
   }
 
@@ -228,6 +228,10 @@ class ImageTask final : public Task {
                                               << " examples");
     train_ = {train.images.narrow(0, 0, n - held), train.labels.narrow(0, 0, n - held)};
     validation_ = {train.images.narrow(0, n - held, held), train.labels.narrow(0, n - held, held)};
+    // The whole training set as stored: --validation (in the options) says where it is split.
+    identity_ = spec_.name + ": training set " + examples_identity(train.images) + ", labels " +
+                values_identity(train.labels) + "; test set " + examples_identity(test_.images) + ", labels " +
+                values_identity(test_.labels) + "; " + model_identity(config_.model);
   }
 
   const std::string& name() const override { return spec_.name; }
@@ -254,25 +258,37 @@ class ImageTask final : public Task {
     return std::make_unique<ImageWorker>(spec_, train_, validation_, test_, config_, rank, workers);
   }
 
-  ActivationEstimate activation_memory() const override {
+  std::string identity() const override { return identity_; }
+
+  std::int64_t parameter_count() const override {
+    return ImageModel(config_.model, spec_.shape, config_.seed).trainable().parameter_count();
+  }
+
+  ActivationEstimate activation_memory(int workers) const override {
+    // Each worker evaluates its share of the set, in batches of at most eval_batch.
+    const std::size_t largest_set = std::max(test_.size(), validation_.size());
+    const double share = static_cast<double>((largest_set + static_cast<std::size_t>(workers) - 1) /
+                                             static_cast<std::size_t>(workers));
+    const double eval = std::min<double>(static_cast<double>(spec_.eval_batch), share);
     if (is_scripted_model(config_.model)) {
       // Unknown architecture: the inputs are counted, the activations cannot be.
       const double input = 4.0 * static_cast<double>(spec_.shape.channels * spec_.shape.height * spec_.shape.width);
-      return {3 * input * (config_.batch_size + static_cast<double>(spec_.eval_batch)),
+      return {3 * input * (config_.batch_size + eval),
               "inputs of a batch of " + std::to_string(config_.batch_size) +
                   " (a TorchScript model's activations are not estimated)"};
     }
     const ActivationMemory per = torch_layer::activation_memory(config_.model, spec_.shape);
     const double batch = std::min<double>(config_.batch_size, static_cast<double>(train_.size()));
-    const double eval = std::min<double>(static_cast<double>(spec_.eval_batch), static_cast<double>(test_.size()));
     return {batch * per.train_bytes_per_example + eval * per.eval_bytes_per_example,
-            "activations of a batch of " + std::to_string(static_cast<long long>(batch)) + " and of an evaluation batch"};
+            "activations of a batch of " + std::to_string(static_cast<long long>(batch)) + " and of an evaluation batch of " +
+                std::to_string(static_cast<long long>(eval))};
   }
 
  private:
   ImageTaskSpec spec_;
   Images train_, validation_, test_;
   TrainConfig config_;
+  std::string identity_;
 };
 
 }  // namespace

@@ -34,6 +34,10 @@ torch::Tensor batchify(const std::vector<std::int64_t>& tokens, std::size_t begi
   return out;
 }
 
+LstmShape lstm_shape(std::int64_t vocabulary, const TrainConfig& config) {
+  return {vocabulary, config.hidden_size, 2, config.tied, config.dropout};
+}
+
 class LanguageWorker final : public TaskWorker {
  public:
   LanguageWorker(const TextCorpus& corpus, const TrainConfig& config, int rank, int workers)
@@ -49,7 +53,7 @@ class LanguageWorker final : public TaskWorker {
     }
     std::lock_guard lock(model_init_mutex());
     torch::manual_seed(config.seed);
-    builtin_ = std::make_shared<WordLstm>(LstmShape{vocabulary, config.hidden_size, 2, config.tied, config.dropout});
+    builtin_ = std::make_shared<WordLstm>(lstm_shape(vocabulary, config));
     module_ = std::make_unique<ModuleModel>(builtin_);
   }
 
@@ -68,7 +72,7 @@ class LanguageWorker final : public TaskWorker {
     generator_.set_current_seed(
         mix_seed(config_.seed, (static_cast<std::uint64_t>(epoch) << 32) + iteration, static_cast<std::uint64_t>(rank_)));
     const auto loss = segment_loss(train_.narrow(1, at, length), train_.narrow(1, at + 1, length), state_, &generator_);
-    loss.backward();
+    backward(loss, config_.model);
     return loss.item<double>();
   }
 
@@ -174,7 +178,11 @@ class LanguageWorker final : public TaskWorker {
 class LanguageModelTask final : public Task {
  public:
   // The options (model of the task, --bptt >= 1) were checked by load_task (validate).
-  LanguageModelTask(TextCorpus corpus, const TrainConfig& config) : corpus_(std::move(corpus)), config_(config) {}
+  LanguageModelTask(TextCorpus corpus, const TrainConfig& config)
+      : corpus_(std::move(corpus)), config_(config),
+        identity_("lm: vocabulary " + words_identity(corpus_.vocabulary) + "; train.txt " +
+                  values_identity(corpus_.train) + "; valid.txt " + values_identity(corpus_.valid) + "; test.txt " +
+                  values_identity(corpus_.test) + "; " + model_identity(config_.model)) {}
 
   const std::string& name() const override { return name_; }
   const std::string& model_name() const override { return config_.model; }
@@ -210,7 +218,14 @@ class LanguageModelTask final : public Task {
     return std::make_unique<LanguageWorker>(corpus_, config_, rank, workers);
   }
 
-  ActivationEstimate activation_memory() const override {
+  std::string identity() const override { return identity_; }
+
+  std::int64_t parameter_count() const override {
+    if (is_scripted_model(config_.model)) return ScriptedModel(config_.model).parameter_count();
+    return torch_layer::parameter_count(lstm_shape(static_cast<std::int64_t>(corpus_.vocabulary.size()), config_));
+  }
+
+  ActivationEstimate activation_memory(int /*workers*/) const override {
     // Per token: the logits and their gradient and softmax (3 x vocabulary floats), each layer's
     // gates, cell and output (about 12 x hidden floats a layer), the embedding.
     const double vocabulary = static_cast<double>(corpus_.vocabulary.size());
@@ -232,6 +247,7 @@ class LanguageModelTask final : public Task {
   const std::string name_ = "lm";
   TextCorpus corpus_;
   TrainConfig config_;
+  std::string identity_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "resume.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "run_state.hpp"
+#include "sparsgd/collectives/rank_agreement.hpp"
 #include "sparsgd/collectives/small_collectives.hpp"
 #include "sparsgd/core/error.hpp"
 
@@ -32,7 +34,7 @@ std::string checkpoint_file(int rank, bool previous) {
 }
 
 ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig& c,
-                                  const std::string& expected_fingerprint) {
+                                  const ResumeExpectations& expected) {
   const int p = base.size();
   const int rank = base.rank();
   const fs::path dir = fs::path(c.resume_dir) / "checkpoints";
@@ -44,10 +46,19 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
     if (file == files[1] && !fs::exists(path)) continue;  // a run's first checkpoint has no predecessor
     try {
       Checkpoint ckpt = read_checkpoint(path);
-      if (ckpt.text_section("config") != expected_fingerprint) {
+      if (ckpt.text_section("config") != expected.fingerprint) {
         throw InvalidArgument("the checkpoint in " + c.resume_dir +
                               " was written with other training options (model, method, schedule, seed or workers): "
                               "resume with the options of the original run");
+      }
+      if (!ckpt.texts.contains("data")) {
+        throw InvalidArgument(path + " does not say which data and model it was trained on (written by an older "
+                              "sparsgd): it cannot be resumed safely; start the run again");
+      }
+      if (ckpt.text_section("data") != expected.data) {
+        throw InvalidArgument("the checkpoint in " + c.resume_dir + " was trained on other data or another model: it "
+                              "holds [" + ckpt.text_section("data") + "], this run has [" + expected.data +
+                              "]; resume with the run's own --data and --model");
       }
       const auto& identity = ckpt.integer_section("identity");
       if (identity.size() != 2 || identity[0] != static_cast<std::uint64_t>(rank) ||
@@ -59,8 +70,14 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
                                   : " (its identity section is malformed)") +
             ": checkpoint files swapped or copied between ranks? Put each rank-R file back where rank R wrote it");
       }
-      const std::uint64_t step = RunState::step_of(ckpt);
-      usable.emplace_back(step, std::move(ckpt));
+      RunState state;
+      state.load(ckpt);
+      try {
+        state.check_position(expected.per_epoch, c.epochs);
+      } catch (const InvalidData& e) {
+        throw InvalidData(path + ": " + e.what());
+      }
+      usable.emplace_back(state.step, std::move(ckpt));
     } catch (const InvalidData& e) {
       note_problem(problems, e.what());
     } catch (const InvalidArgument& e) {
@@ -93,6 +110,8 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
     }
   }
   if (!common) {
+    // The error names rank 0's reasons (the lowest rank's error is the one reported); the others say theirs here.
+    if (rank != 0 && !problems.empty()) std::fprintf(stderr, "sparsgd: warning: rank %d: %s\n", rank, problems.c_str());
     std::ostringstream message;
     message << "cannot resume from " << c.resume_dir << " with " << p
             << " workers: no iteration has a complete checkpoint on every rank (iterations held: " << held.str() << ")";
@@ -103,6 +122,12 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
   for (auto& [iteration, ckpt] : usable) {
     if (iteration == *common) point.checkpoint = std::move(ckpt);
   }
+  // Each rank's position and results at that iteration were checked on their own; together they
+  // must be one run's (a checkpoint edited on one rank only, or files from two runs mixed).
+  RunState state;
+  state.load(point.checkpoint);
+  collectives::check_ranks_agree(base, {{"resumed run state", state.summary_for_agreement()}},
+                                 "the checkpoints in " + c.resume_dir + " at iteration " + std::to_string(*common));
   if (!problems.empty() || usable.front().first != *common) {
     std::ostringstream warning;
     warning << "rank " << rank << " resumes from its previous checkpoint (iteration " << *common << ")";

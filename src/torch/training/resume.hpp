@@ -18,10 +18,20 @@ struct ResumePoint {
 // A rank's checkpoint file in DIR/checkpoints, or the one it replaced.
 std::string checkpoint_file(int rank, bool previous);
 
-// Collective. Reads this rank's files in config.resume_dir, refuses a checkpoint of other options
-// (InvalidArgument) or of another rank (files swapped), and returns the checkpoint of the newest
-// iteration every rank holds; InvalidData when there is none, saying which iterations each holds.
+// What a checkpoint must match to be resumed by this run.
+struct ResumeExpectations {
+  std::string fingerprint;  // the options that define the run (fingerprint())
+  std::string data;         // the data and the model (Task::identity())
+  std::uint64_t per_epoch = 0;
+};
+
+// Collective. Reads this rank's files in config.resume_dir, refuses a checkpoint of other options,
+// other data or another model (InvalidArgument, naming both sides) or of another rank (files
+// swapped), passes over one whose position does not add up (RunState::check_position) as over a
+// damaged one, and returns the checkpoint of the newest iteration every rank holds, after the ranks
+// have checked that their states at it agree; InvalidData when there is none, saying which
+// iterations each holds.
 ResumePoint agree_on_resume_point(transport::Transport& transport, const TrainConfig& config,
-                                  const std::string& expected_fingerprint);
+                                  const ResumeExpectations& expected);
 
 }  // namespace sparsgd::torch_layer

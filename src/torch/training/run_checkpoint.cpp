@@ -4,9 +4,11 @@
 
 namespace sparsgd::torch_layer {
 
-Checkpoint capture(const RunParts& parts, const std::string& fingerprint, int rank, int workers) {
+Checkpoint capture(const RunParts& parts, const std::string& fingerprint, const std::string& data_identity, int rank,
+                   int workers) {
   Checkpoint ckpt;
   ckpt.texts["config"] = fingerprint;
+  ckpt.texts["data"] = data_identity;
   // Whose state this is: a file copied or swapped to another rank must not resume silently.
   ckpt.integers["identity"] = {static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(workers)};
   std::vector<float> values(parts.optimizer.size());

@@ -2,7 +2,8 @@
 // A worker's checkpoint, composed of its parts as a torch state_dict is of its modules: each part
 // saves and loads its own named sections (the parameters and batch-norm buffers, the optimizer's
 // state and residuals, the task's carried state, the run's position and totals), and the checkpoint
-// says whose it is (the run's fingerprint, the rank and world size).
+// says whose it is (the run's fingerprint, the data and model it learns from, the rank and world
+// size).
 
 #include <string>
 
@@ -21,7 +22,8 @@ struct RunParts {
   RunState& state;
 };
 
-Checkpoint capture(const RunParts& parts, const std::string& fingerprint, int rank, int workers);
+Checkpoint capture(const RunParts& parts, const std::string& fingerprint, const std::string& data_identity, int rank,
+                   int workers);
 
 // The parts as the checkpoint holds them. Throws InvalidData naming a section that is missing or
 // does not fit (another model, optimizer or batch size). Identity and fingerprint are checked

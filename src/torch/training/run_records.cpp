@@ -7,6 +7,7 @@
 
 #include "run_state.hpp"
 #include "sparsgd/core/build_info.hpp"
+#include "sparsgd/core/error.hpp"
 #include "sparsgd/core/file_io.hpp"
 
 #include <nlohmann/json.hpp>
@@ -20,22 +21,37 @@ const char* const kMetricsHeader =
 
 void restart_metrics(const fs::path& from, const fs::path& to, std::uint64_t last_step) {
   std::string kept = kMetricsHeader;
-  // A run's rows: far below this even for millions of iterations; a FIFO or a device is refused.
-  if (fs::exists(from)) {
-    std::istringstream in(read_regular_file(from, std::uint64_t{4} << 30, "metrics file"));
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      if (in.eof()) break;  // no newline: torn
-      if (std::count(line.begin(), line.end(), ',') != 10) continue;
-      const auto comma = line.find(',');
-      const auto next = line.find(',', comma + 1);
-      std::uint64_t row_step = 0;
-      const auto [end, error] = std::from_chars(line.data() + comma + 1, line.data() + next, row_step);
-      if (error != std::errc() || end != line.data() + next) continue;
-      if (row_step <= last_step) kept += line + '\n';
-    }
+  const auto refuse = [&](const std::string& why) {
+    throw InvalidData("cannot resume the run's records: " + from.string() + " " + why + " (the checkpoint is at step " +
+                      std::to_string(last_step) + ", and the rows up to it were on disk before it was written); "
+                      "resume from an intact run directory");
+  };
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(from, ec))) {
+    if (last_step == 0) return write_file_atomically(to, kept);
+    refuse("is missing");
   }
+  // A run's rows: far below this even for millions of iterations; a FIFO or a device is refused.
+  std::istringstream in(read_regular_file(from, std::uint64_t{4} << 30, "metrics file"));
+  std::string line;
+  std::getline(in, line);
+  if (line + '\n' != kMetricsHeader) refuse("does not start with the metrics header");
+  std::uint64_t expected = 1;
+  while (expected <= last_step && std::getline(in, line)) {
+    const bool torn = in.eof();  // no newline: the half row a kill leaves
+    const auto comma = line.find(',');
+    const auto next = comma == std::string::npos ? comma : line.find(',', comma + 1);
+    std::uint64_t row_step = 0;
+    const bool parsed = std::count(line.begin(), line.end(), ',') == 10 && next != std::string::npos &&
+                        std::from_chars(line.data() + comma + 1, line.data() + next, row_step).ptr == line.data() + next;
+    if (torn || !parsed) refuse("has a damaged row where step " + std::to_string(expected) + " should be");
+    if (row_step != expected) {
+      refuse("has step " + std::to_string(row_step) + " where step " + std::to_string(expected) + " should be");
+    }
+    kept += line + '\n';
+    ++expected;
+  }
+  if (expected <= last_step) refuse("ends at step " + std::to_string(expected - 1));
   write_file_atomically(to, kept);
 }
 

@@ -20,7 +20,9 @@ std::string metrics_row(const IterationRecord& record);
 // written whole (the old one may be the same file). Rows after the checkpoint are dropped (the
 // resumed run writes them again) and so is a torn or damaged line, such as the half row a SIGKILL
 // leaves at the end: the metrics were made durable before each checkpoint was written, so every
-// row the checkpoint covers is complete.
+// row the checkpoint covers is complete. Those rows must be there, each once and in order (steps
+// 1 to last_step): a metrics file deleted, cut short, shuffled or with rows repeated is refused
+// (InvalidData naming the file and the first step out of place), not spliced into a new run.
 void restart_metrics(const std::filesystem::path& from, const std::filesystem::path& to, std::uint64_t last_step);
 
 // epochs.csv, written whole (atomically) after each epoch.

@@ -1,5 +1,6 @@
 #include "run_state.hpp"
 
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -71,6 +72,39 @@ void RunState::load(const Checkpoint& checkpoint) {
       }
     });
   }
+}
+
+void RunState::check_position(std::uint64_t per_epoch, int epochs) const {
+  const auto fail = [&](const std::string& why) {
+    throw InvalidData("its run state does not add up (" + why + "; run.epoch " + std::to_string(epoch) +
+                      ", run.next_iteration " + std::to_string(next_iteration) + ", run.step " + std::to_string(step) +
+                      ", " + std::to_string(history.size()) + " epochs recorded, " + std::to_string(per_epoch) +
+                      " iterations an epoch): was it edited?");
+  };
+  if (epoch < 0 || epoch >= epochs) fail("run.epoch is not one of the run's " + std::to_string(epochs) + " epochs");
+  if (next_iteration > per_epoch) fail("run.next_iteration is beyond the epoch's end");
+  if (step != static_cast<std::uint64_t>(epoch) * per_epoch + next_iteration) {
+    fail("run.step is not run.epoch x iterations an epoch + run.next_iteration");
+  }
+  if (history.size() != static_cast<std::size_t>(epoch)) fail("the epochs recorded are not the epochs finished");
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    if (history[i].epoch != static_cast<int>(i) || history[i].iterations != (i + 1) * per_epoch) {
+      fail("history row " + std::to_string(i) + " is not epoch " + std::to_string(i) + " ending at iteration " +
+           std::to_string((i + 1) * per_epoch));
+    }
+  }
+  if (skipped_steps > step) fail("run.skipped_steps exceeds run.step");
+  if (!(epoch_batches >= 0.0 && epoch_batches <= static_cast<double>(next_iteration))) {
+    fail("run.epoch_batches is not a count of this epoch's batches");
+  }
+}
+
+std::string RunState::summary_for_agreement() const {
+  std::ostringstream line;
+  line.precision(17);
+  line << "epoch " << epoch << ", next iteration " << next_iteration << ", step " << step << ", history";
+  for (const auto& e : history) line << ' ' << e.iterations << ':' << e.test_loss << ':' << e.test_accuracy;
+  return line.str();
 }
 
 std::uint64_t RunState::step_of(const Checkpoint& checkpoint) {

@@ -33,6 +33,16 @@ struct RunState {
   // The iteration count a checkpoint was written at, without loading the rest.
   static std::uint64_t step_of(const Checkpoint& checkpoint);
 
+  // Throws InvalidData, naming the fields, unless the position is one this run can be at: epoch
+  // below `epochs`, next_iteration at most `per_epoch`, step = epoch x per_epoch + next_iteration,
+  // one history row per finished epoch (each at its epoch's last iteration), counts no larger than
+  // the iterations they count. A checkpoint edited and re-checksummed is refused here.
+  void check_position(std::uint64_t per_epoch, int epochs) const;
+
+  // A line that differs when the position or any recorded result differs: what ranks compare
+  // before they resume together.
+  std::string summary_for_agreement() const;
+
   // Visits each field as (section name, reference).
   template <typename Self, typename Visit>
   static void fields(Self& s, Visit&& visit) {

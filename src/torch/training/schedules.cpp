@@ -24,8 +24,8 @@ double learning_rate(const TrainConfig& c, int workers, double epoch_position) {
   return lr;
 }
 
-double density_for_epoch(const TrainConfig& c, int epoch) {
-  return epoch == 0 && c.warmup_density > 0.0 ? c.warmup_density : c.exchange.density;
+double density_at(const TrainConfig& c, double epoch_position) {
+  return c.warmup_density > 0.0 && epoch_position < c.warmup_density_epochs ? c.warmup_density : c.exchange.density;
 }
 
 }  // namespace sparsgd::torch_layer

@@ -10,7 +10,7 @@ namespace sparsgd::torch_layer {
 // first warmup_epochs.
 double learning_rate(const TrainConfig& config, int workers, double epoch_position);
 
-// warmup_density in the first epoch when it is set, the density afterwards.
-double density_for_epoch(const TrainConfig& config, int epoch);
+// warmup_density over the first warmup_density_epochs when it is set, the density afterwards.
+double density_at(const TrainConfig& config, double epoch_position);
 
 }  // namespace sparsgd::torch_layer

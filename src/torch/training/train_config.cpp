@@ -44,6 +44,7 @@ std::vector<ConfigField> config_fields(const TrainConfig& given) {
           {"--clip-norm", field_value(c.clip_norm), true},
           {"--validation", std::to_string(c.validation), true},
           {"--warmup-density", field_value(c.warmup_density), true},
+          {"--warmup-density-epochs", field_value(c.warmup_density_epochs), true},
           {"--epochs", std::to_string(c.epochs), true},
           {"--batch-size", std::to_string(c.batch_size), true},
           {"--lr", field_value(c.lr), true},
@@ -161,6 +162,8 @@ void validate(const TrainConfig& c) {
                   "--validation holds out training examples of an image task; --task lm evaluates on valid.txt");
   collectives::make_exchange_config(c.exchange, c.seed);
   if (c.warmup_density != 0.0) validate_density(c.warmup_density);
+  SPARSGD_ENFORCE(std::isfinite(c.warmup_density_epochs) && c.warmup_density_epochs > 0.0,
+                  "--warmup-density-epochs must be a positive number of epochs, got " << c.warmup_density_epochs);
   const auto& optimizers = training_optimizer_names();
   SPARSGD_ENFORCE(std::find(optimizers.begin(), optimizers.end(), c.optimizer) != optimizers.end(),
                   "unknown --optimizer '" << c.optimizer << "' (expected sgd, adam or adamw)");
@@ -198,7 +201,7 @@ bool uses_momentum_correction(const TrainConfig& c) {
 
 collectives::ExchangeConfig exchange_config(const TrainConfig& c) {
   collectives::ExchangeOptions first_epoch = c.exchange;
-  first_epoch.density = density_for_epoch(c, 0);
+  first_epoch.density = density_at(c, 0.0);
   return collectives::make_exchange_config(first_epoch, c.seed);
 }
 

@@ -104,6 +104,7 @@ class TrainingRun {
     optimizer_->flat().scatter_values(values);
 
     per_epoch_ = task.iterations_per_epoch(p_);
+    data_identity_ = task.identity();
     steps_total_ = iterations_in_run(c_, per_epoch_);
     summary_.task = task.name();
     summary_.model = task.model_name();
@@ -131,7 +132,6 @@ class TrainingRun {
       if (!resumed_mid_epoch) state_.epoch_loss_sum = state_.epoch_batches = 0.0;
       state_.epoch = epoch;
       worker_->start_epoch(epoch, resumed_mid_epoch);
-      optimizer_->set_density(density_for_epoch(c_, epoch));
       for (std::uint64_t it = resumed_mid_epoch ? state_.next_iteration : 0; it < per_epoch_ && state_.step < steps_total_;
            ++it) {
         stop_if_asked();
@@ -170,7 +170,11 @@ class TrainingRun {
       state_.epoch_batches += 1.0;
     }
     const double compute = transport::thread_cpu_seconds() - cpu_start;
-    const double lr = learning_rate(c_, p_, epoch + static_cast<double>(it) / static_cast<double>(per_epoch_));
+    const double position = epoch + static_cast<double>(it) / static_cast<double>(per_epoch_);
+    const double lr = learning_rate(c_, p_, position);
+    if (const double density = density_at(c_, position); density != optimizer_->density()) {
+      optimizer_->set_density(density);
+    }
     const StepStats stats = optimizer_->step(state_.step, lr);
     note_skips(stats);
     state_.bytes_sent += stats.bytes_sent;
@@ -237,7 +241,7 @@ class TrainingRun {
   }
 
   void resume() {
-    const ResumePoint point = agree_on_resume_point(base_, c_, fingerprint(c_, p_));
+    const ResumePoint point = agree_on_resume_point(base_, c_, {fingerprint(c_, p_), data_identity_, per_epoch_});
     if (!point.warning.empty()) std::fprintf(stderr, "sparsgd: warning: %s\n", point.warning.c_str());
     RunParts parts = this->parts();
     restore(point.checkpoint, parts);
@@ -274,7 +278,7 @@ class TrainingRun {
     if (metrics_) metrics_->durable();  // every row the checkpoint covers is on disk before it is
     state_.wall_seconds = wall();
     state_.simulated_seconds = simulated_now();
-    const Checkpoint ckpt = capture(parts(), fingerprint(c_, p_), rank_, p_);
+    const Checkpoint ckpt = capture(parts(), fingerprint(c_, p_), data_identity_, rank_, p_);
     const fs::path dir = out_dir() / "checkpoints";
     fs::create_directories(dir);
     const std::string file = (dir / checkpoint_file(rank_, false)).string();
@@ -347,6 +351,7 @@ class TrainingRun {
   std::vector<torch::Tensor> parameters_;
   std::unique_ptr<TrainingOptimizer> optimizer_;
   std::size_t per_epoch_ = 0;
+  std::string data_identity_;  // Task::identity(): what a checkpoint is trained on
   std::uint64_t steps_total_ = 0;
   RunState state_;
   TrainSummary summary_;
@@ -356,24 +361,63 @@ class TrainingRun {
   int consecutive_skips_ = 0;
 };
 
+// A fault asked for must happen: one planned past the run's end, or at a checkpoint the run never
+// writes, would let a test of failure handling pass without any failure.
+void check_fault_fires(const TrainConfig& c, std::uint64_t steps_total) {
+  const std::optional<FaultPlan> fault = parse_fault_plan(c.inject_fault);
+  if (!fault) return;
+  if (fault->kind != FaultPlan::Kind::crash_checkpoint) {
+    SPARSGD_ENFORCE(fault->iteration < steps_total, "--inject-fault " << c.inject_fault << " is planned at iteration "
+                                                        << fault->iteration << ", but the run's iterations are 0 to "
+                                                        << steps_total - 1 << ": it would never happen");
+    return;
+  }
+  SPARSGD_ENFORCE(c.checkpoint_every > 0, "--inject-fault " << c.inject_fault << " crashes while a checkpoint is written, "
+                                                                "and this run writes none: add --checkpoint-every N");
+  const auto every = static_cast<std::uint64_t>(c.checkpoint_every);
+  const std::uint64_t first = std::max<std::uint64_t>(every, (fault->iteration + every - 1) / every * every);
+  SPARSGD_ENFORCE(first < steps_total, "--inject-fault " << c.inject_fault << " crashes at the first checkpoint at or "
+                                           "after iteration " << fault->iteration << ", but this run writes its last "
+                                           "at iteration " << (steps_total - 1) / every * every
+                                           << " (every " << every << " of its " << steps_total
+                                           << " iterations): it would never happen");
+}
+
 // What the data allows and the machine holds, checked before any worker starts: a batch larger
 // than a worker's shard would silently train on the shard instead, and a run that cannot fit in
 // memory would be killed by the kernel mid-run with no word.
 MemoryUse check_run_fits(const TrainConfig& c, const Task& task, int workers, int workers_here) {
   task.check_fits(workers);
   const std::uint64_t steps_total = iterations_in_run(c, task.iterations_per_epoch(workers));
-  SPARSGD_ENFORCE(static_cast<std::uint64_t>(c.checkpoint_every) <= steps_total,
+  // A checkpoint is written after iteration S when S is a multiple of N and not the run's last.
+  SPARSGD_ENFORCE(static_cast<std::uint64_t>(c.checkpoint_every) < steps_total,
                   "--checkpoint-every " << c.checkpoint_every << " is more than the run's " << steps_total
-                                        << " iterations: no checkpoint would ever be written; use at most "
-                                        << steps_total);
-  const std::int64_t parameters = task.make_worker(0, workers)->model().parameter_count();
-  const ActivationEstimate activations = task.activation_memory();
-  const MemoryEstimate estimate = train_memory_estimate(parameters, activations.bytes, workers_here, activations.described);
+                                        << " iterations less one: no checkpoint would ever be written (none is "
+                                           "written after the last); use at most "
+                                        << steps_total - 1);
+  check_fault_fires(c, steps_total);
+  const std::int64_t parameters = task.parameter_count();
+  const ActivationEstimate activations = task.activation_memory(workers);
+  const MemoryEstimate estimate = train_memory_estimate(
+      {parameters, activations.bytes, activations.described, workers, workers_here, c.exchange.aggregator,
+       compress::find_compressor(c.exchange.compressor).properties.dense,
+       std::min(1.0, std::max(c.exchange.density, c.warmup_density)), c.optimizer});
   MemoryUse use;
   use.estimate_bytes = estimate.total();
   use.resident_before_bytes = resident_bytes();
   require_memory("train", estimate, "lower --batch-size or --workers, or use a smaller --model");
   return use;
+}
+
+// LibTorch's errors carry a C++ stack trace in what(); what went wrong is the user's model or data,
+// and its first lines are what they need.
+template <typename Body>
+auto without_torch_backtrace(Body&& body) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    throw InvalidData(std::string("LibTorch: ") + e.what_without_backtrace());
+  }
 }
 
 // Everything before the workers start: options, threads, the task's data, the fit.
@@ -386,8 +430,10 @@ struct Prepared {
 Prepared prepare(const TrainConfig& given, int workers, int workers_here) {
   Prepared p{with_task_defaults(given), nullptr, {}};
   use_one_thread_per_worker();
-  p.task = load_task(p.config);
-  p.memory = check_run_fits(p.config, *p.task, workers, workers_here);
+  without_torch_backtrace([&] {
+    p.task = load_task(p.config);
+    p.memory = check_run_fits(p.config, *p.task, workers, workers_here);
+  });
   return p;
 }
 
@@ -401,23 +447,42 @@ void use_one_thread_per_worker() {
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
 }
 
-MemoryEstimate train_memory_estimate(std::int64_t parameters, double activation_bytes_per_worker, int workers_here,
-                                     const std::string& activations_described) {
-  const double per_worker =
-      activation_bytes_per_worker + 16.0 * 4.0 * static_cast<double>(parameters) + 16.0 * (1 << 20);
+MemoryEstimate train_memory_estimate(const TrainMemoryInputs& in) {
+  constexpr double kMiB = 1 << 20;
+  const auto n = static_cast<std::size_t>(in.parameters);
+  const std::size_t k = k_from_density(n, in.density);
+  collectives::Footprint exchange = collectives::find_aggregator(in.aggregator).worker_memory;
+  if (in.dense_compressor) exchange.pairs = exchange.pairs_per_worker = 0.0;  // no selection: arrays only
+  // Training holds the aggregate while the optimizer takes it in, which bench comm's footprints,
+  // fitted to the exchange alone, do not count: a quarter more (allgather at P = 256, where the
+  // gathered pairs are most of it, used 7.29 GiB against 7.31 estimated without it).
+  constexpr double kHeldAggregate = 1.25;
+  // Weights and gradients, the averager's flat gradient and average, the optimizer's state
+  // (momentum and momentum correction's velocity; Adam's two moments and its step's temporaries).
+  const double model_arrays = in.optimizer == "sgd" ? 6.0 : 7.0;
+  // A thread's stack and allocator arena as resident (what it touches), not as reserved (8 MiB and
+  // 64 MiB of address space): 1024 threads hold a few MiB each.
+  constexpr double kThread = 2 * kMiB;
+  const double per_worker = in.activation_bytes + model_arrays * 4.0 * static_cast<double>(n) +
+                            kHeldAggregate * exchange.bytes(n, k, in.workers) + kThread;
   MemoryEstimate estimate;
-  estimate.add(std::to_string(workers_here) + (workers_here == 1 ? " worker" : " workers") + " x (" +
-                   activations_described + ", parameter copies, thread)",
-               workers_here * per_worker);
-  estimate.add("allocator", 32.0 * (1 << 20));
+  estimate.add(std::to_string(in.workers_here) + (in.workers_here == 1 ? " worker" : " workers") + " x (" +
+                   in.activations_described + ", the model's and optimizer's arrays, " + in.aggregator +
+                   "'s buffers, thread)",
+               in.workers_here * per_worker + exchange.shared_bytes(n));
+  estimate.add("allocator", 48 * kMiB);
   return estimate;
 }
 
 // The run directory, claimed before anything else is done (rank 0's, under MPI): a second run on it
 // fails at once, and a finished run is replaced only when asked.
 std::unique_ptr<RunDirectoryClaim> claim_run_directory(const TrainConfig& config) {
-  if (config.out_dir.empty()) return nullptr;
   std::error_code ec;
+  // Before the claim creates anything: a resume of a directory that is not there is a typo.
+  if (!config.resume_dir.empty() && !fs::is_directory(config.resume_dir, ec)) {
+    throw InvalidArgument("--resume " + config.resume_dir + ": no such run directory");
+  }
+  if (config.out_dir.empty()) return nullptr;
   const bool continuing = !config.resume_dir.empty() && fs::exists(config.out_dir, ec) &&
                           fs::equivalent(config.resume_dir, config.out_dir, ec);
   return std::make_unique<RunDirectoryClaim>(config.out_dir, continuing, config.overwrite);
@@ -431,7 +496,8 @@ TrainSummary train(const TrainConfig& config, TrainObserver* observer) {
   transport::run_local_workers(
       config.workers,
       [&](transport::Transport& t) {
-        TrainSummary mine = TrainingRun(t, prepared.config, *prepared.task, observer, prepared.memory).run();
+        TrainSummary mine = without_torch_backtrace(
+            [&] { return TrainingRun(t, prepared.config, *prepared.task, observer, prepared.memory).run(); });
         if (t.rank() == 0) {
           std::lock_guard lock(summary_mutex);
           summary = std::move(mine);
@@ -446,7 +512,8 @@ TrainSummary train_worker(transport::Transport& transport, const TrainConfig& co
   const auto claim = transport.rank() == 0 ? claim_run_directory(config) : nullptr;
   const Prepared prepared =
       prepare(config, transport.size(), std::clamp(workers_on_this_machine, 1, transport.size()));
-  return TrainingRun(transport, prepared.config, *prepared.task, observer, prepared.memory).run();
+  return without_torch_backtrace(
+      [&] { return TrainingRun(transport, prepared.config, *prepared.task, observer, prepared.memory).run(); });
 }
 
 }  // namespace sparsgd::torch_layer
