@@ -102,23 +102,50 @@ GAP_ARMS = {
 }
 
 
-class Cell:
-    """Model, workers, density and epochs; the methods studied there, most important first."""
+# The authors' schedule (hclhkbu/gtopkssgd: dl_trainer.py, allreducer.py, exp_configs/resnet20.conf),
+# as proportions of their 141-epoch ResNet-20 run: the learning rate rises from lr/P to lr over the
+# first 10 epochs and the density is 0.004 in the first epoch (their code does so whatever the target
+# density: at a target of 0.01 the first epoch is the sparser one). Their decay (x0.1 at epoch 81,
+# x0.01 at 122) is `--lr-schedule step` here (x0.1 at 50% of the run, x0.01 at 75%), the same for every arm.
+AUTHORS_RUN_EPOCHS = 141
+AUTHORS_LR_WARMUP_EPOCHS = 10
+AUTHORS_WARMUP_DENSITY = 0.004
+AUTHORS_DENSITY_WARMUP_EPOCHS = 1
 
-    def __init__(self, model, workers, density, epochs, methods, tuned_in=None, task=None, tune_here=()):
+
+def schedule_flags(epochs, method_flags):
+    """The authors' schedule scaled to a run of `epochs` epochs; the density warm-up only where the
+    exchange is sparse (a dense exchange has no density to warm up)."""
+    flags = ["--warmup-epochs", f"{epochs * AUTHORS_LR_WARMUP_EPOCHS / AUTHORS_RUN_EPOCHS:.3g}", "--lr-schedule", "step"]
+    dense = "none" in method_flags or ("--density" in method_flags and
+                                       float(method_flags[method_flags.index("--density") + 1]) >= 1)
+    if not dense:
+        flags += ["--warmup-density", f"{AUTHORS_WARMUP_DENSITY:g}", "--warmup-density-epochs",
+                  f"{epochs * AUTHORS_DENSITY_WARMUP_EPOCHS / AUTHORS_RUN_EPOCHS:.3g}"]
+    return flags
+
+
+class Cell:
+    """Model, workers, density and epochs; the methods studied there, most important first. With
+    `schedule`, every arm runs the authors' schedule (schedule_flags); such a cell's name ends in -sched."""
+
+    def __init__(self, model, workers, density, epochs, methods, tuned_in=None, task=None, tune_here=(),
+                 schedule=False):
         self.model, self.workers, self.density, self.epochs = model, workers, density, epochs
         self.methods = methods
         self.tuned_in = tuned_in  # None: tune here; else the name of the cell whose rates are used
         self.tune_here = tuple(tune_here)  # with tuned_in: the methods tuned here all the same
         self.task = task          # None: Fashion-MNIST; else a Task below
-        self.name = f"{model}-P{workers}-d{density:g}-e{epochs}"
+        self.schedule = schedule
+        self.name = f"{model}-P{workers}-d{density:g}-e{epochs}" + ("-sched" if schedule else "")
 
     def flags(self, method_flags):
         """The cell's flags and the method's; the method's density (dense: 1) replaces the cell's."""
         extra = self.task.flags() if self.task else []
         density = [] if "--density" in method_flags else ["--density", f"{self.density:g}"]
+        schedule = schedule_flags(self.epochs, method_flags) if self.schedule else []
         return (["--model", self.model, "--workers", str(self.workers)] + density + ["--epochs", str(self.epochs)]
-                + extra + method_flags)
+                + extra + method_flags + schedule)
 
     def rates_from(self, method):
         """The cell whose tuned rate the method runs at here, or None when it is tuned in this cell."""
@@ -184,6 +211,23 @@ P32_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "paper", "topk-gtopk-
 RESNET_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather", "topk-gtopk-rd-noef", "paper", "topk-gtopk-rd-mc",
                   "rtopk2-gtopk-rd", "rtopk2-allgather"]
 RESNET_P8_METHODS = ["dense", "topk-gtopk-rd", "paper", "rtopk2-gtopk-rd", "topk-allgather"]
+EQUAL_STEPS_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather"]
+# rTop-k where its paper puts it: very sparse (density 0.001), every worker's k kept (allgather),
+# r/k 1.5, 2 and 4 with and without error feedback, against top-k and random-k at the same k.
+RTOPK_REGIME_METHODS = ["topk-allgather", "rtopk2-allgather", "rtopk4-allgather", "rtopk2-allgather-noef",
+                        "rtopk4-allgather-noef", "topk-allgather-noef", "randk-shared", "rtopk1.5-allgather"]
+LATER_STAGES = [
+    # The same arms with the authors' schedule (schedule_flags), tuned again: the schedule's effect
+    # is the difference between this cell and the one without it.
+    Cell("cnn", 8, 0.01, 6, EQUAL_STEPS_METHODS, schedule=True),
+    Cell("cnn", 8, 0.001, 6, RTOPK_REGIME_METHODS),
+    # P = 32 at the P = 4 cell's 1,290 iterations: 54 an epoch, 24 epochs.
+    Cell("cnn", 32, 0.01, 24, EQUAL_STEPS_METHODS),
+    Cell("cnn", 32, 0.01, 24, EQUAL_STEPS_METHODS, schedule=True),
+    Cell("cnn", 32, 0.001, 24, RTOPK_REGIME_METHODS[:5]),
+    # resnet20 at P = 8 for the P = 4 cell's 860 iterations.
+    Cell("resnet20", 8, 0.01, 4, EQUAL_STEPS_METHODS),
+]
 STAGES = [
     Cell("cnn", 4, 0.01, 3, P4_FIRST),
     Cell("cnn", 8, 0.01, 3, P8_METHODS),
@@ -196,7 +240,11 @@ STAGES = [
     # tuned here too (a grid for every method would cost 3x the runs); the others keep the P = 4 rates.
     Cell("resnet20", 8, 0.01, 2, RESNET_P8_METHODS, tuned_in="resnet20-P4-d0.01-e2",
          tune_here=("dense", "topk-gtopk-rd")),
-]
+    # Equal updates across P: as many iterations as the P = 4 cell (1,290: 430 a P = 4 epoch on the
+    # 55,000 training examples left after validation), so steps x density does not fall as 1/P.
+    # Every method tuned at its P.
+    Cell("cnn", 8, 0.01, 6, EQUAL_STEPS_METHODS),
+] + LATER_STAGES
 
 
 def report_cells():
@@ -461,6 +509,13 @@ def cell_table(cell, lines, dense):
         lines.append(f"Tuned at this P (rates tried shown, training on all but the {VALIDATION:,} validation "
                      f"examples): {', '.join(cell.tuned())}. The others at the rates tuned in {cell.tuned_in}, on all "
                      f"60,000 training examples: {', '.join(cell.borrowed())}.\n")
+    iterations = next((s["iterations"] for m in cell.methods for s, _ in method_results(cell, m)[2]), None)
+    if iterations is not None:
+        lines.append(f"{iterations:,} iterations a run; iterations x density {iterations * cell.density:.1f} (how often "
+                     f"each parameter can be sent).\n")
+    if cell.schedule:
+        lines.append("Every arm with the authors' schedule: " + " ".join(schedule_flags(cell.epochs, [])) +
+                     " (the density warm-up on the sparse arms only).\n")
     if cell.perplexity():
         lines.append("Test perplexity (lower is better); rates tuned on valid.txt's perplexity (shown). Adam, "
                      "batch 10 streams x 35 tokens a worker, dropout 0.3, clip 0.25, as `scripts/lm-demo.sh`.\n")
@@ -676,6 +731,16 @@ def report():
              f"min-max range of either method's seeds. Time to {100 * TARGET:.0f}%: simulated seconds at which the "
              f"test accuracy, linearly interpolated between ends of epochs, first reaches it (mean over seeds).",
              "- Within one epoch all methods see the same examples in the same order for a given seed.",
+             "- Equal updates across P: the cells cnn-P8-d0.01-e6, cnn-P32-d0.01-e24 (and their d0.001 and -sched "
+             "siblings) and resnet20-P8-d0.01-e4 run as many iterations as the P = 4 cell of their model (1,290 for "
+             "cnn, 860 for resnet20), so that iterations x density does not fall as 1/P; every method is tuned at "
+             "its own P. The earlier cells at P = 8 and 32 (fixed epochs) stay as they were measured.",
+             f"- Cells whose name ends in -sched: every arm runs the gTop-k authors' schedule (hclhkbu/gtopkssgd) "
+             f"scaled to the run: the learning rate from lr/P to lr over the first {AUTHORS_LR_WARMUP_EPOCHS}/"
+             f"{AUTHORS_RUN_EPOCHS} of it, the step decay (x0.1 at 50%, x0.01 at 75%), and on the sparse arms the "
+             f"density {AUTHORS_WARMUP_DENSITY:g} over the first {AUTHORS_DENSITY_WARMUP_EPOCHS}/{AUTHORS_RUN_EPOCHS} "
+             f"(their code does so whatever the target density). Tuned again: the schedule's effect is the "
+             f"difference from the same cell without it.",
              "- Cells, in the order they run (the most telling comparisons first; a cell's remaining methods come "
              "later): " + "; ".join(f"{c.name} ({len(c.methods)} methods{rate_source(c)})" for c in STAGES) + ". The lstm cell is the 2-layer LSTM language model on the "
              "license texts every Debian system ships (scripts/license_corpus.py: 36,595 training tokens, vocabulary "
