@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+from atomic_file import write_atomically
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI = ROOT / "build" / "sparsgd"
 RUNS = ROOT / "runs" / "convergence"            # whole run directories (not committed)
@@ -275,12 +277,11 @@ def records():
 
 
 def save_records():
-    """Rewrites RECORDS, sorted by name, through a temporary file renamed over it (a study stopped
-    half-way leaves the old table or the new one, never half of one)."""
-    tmp = RECORDS.with_name(RECORDS.name + ".tmp")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_text("".join(json.dumps(records()[name], separators=(",", ":")) + "\n" for name in sorted(records())))
-    tmp.replace(RECORDS)
+    """Rewrites RECORDS, sorted by name, atomically (a study stopped half-way leaves the old table or
+    the new one, never half of one)."""
+    RECORDS.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(RECORDS, "".join(json.dumps(records()[name], separators=(",", ":")) + "\n"
+                                      for name in sorted(records())))
 
 
 IGNORED = set()  # record names taken as not run (stale records, for --list)
@@ -794,14 +795,6 @@ def report():
         text = text.rstrip("\n") + "\n\n" + claims + "\n"
     write_atomically(path, text)
     print(f"wrote {RESULTS / 'convergence.md'} and the claims in {path}", file=sys.stderr)
-
-
-def write_atomically(path, text):
-    """A result file is either the old one or the whole new one: never half written (a full disk,
-    a stopped run)."""
-    staged = path.with_name(path.name + ".tmp")
-    staged.write_text(text)
-    staged.replace(path)
 
 
 def rate_source(cell):

@@ -32,6 +32,8 @@ import sparsgd
 import sparsgd.torch as st
 from sparsgd import _C
 
+from atomic_file import write_atomically
+
 SEED = 5
 
 
@@ -289,9 +291,7 @@ def main():
     record["failures"] = failures
     record["seconds"] = round(time.time() - started, 1)
     path = os.path.join(args.out, "gpu-check.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+    write_atomically(path, json.dumps(record, indent=1) + "\n")
     where = record["gpu"] or "no GPU: the device path on CPU tensors only"
     print(f"gpu check ({where}): {record['selections_checked']} selections and {record['conservation_checked']} "
           f"conservation steps checked, {len(failures)} failures, {record['seconds']} s; wrote {path}")

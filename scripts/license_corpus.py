@@ -14,6 +14,8 @@ import re
 import sys
 from collections import Counter
 
+from atomic_file import write_atomically
+
 
 def main():
     if len(sys.argv) != 2:
@@ -32,8 +34,7 @@ def main():
     for i, s in enumerate(sentences):
         splits["valid" if i % 10 == 0 else "test" if i % 10 == 1 else "train"].append(s)
     for name, rows in splits.items():
-        with open(os.path.join(corpus, f"{name}.txt"), "w") as f:
-            f.writelines(" " + " ".join(s) + "\n" for s in rows)
+        write_atomically(os.path.join(corpus, f"{name}.txt"), "".join(" " + " ".join(s) + "\n" for s in rows))
     # The baseline on the test split, with the trainer's tokens: each line's words then <eos>; words
     # unseen in train.txt are <unk>.
     train = [w for s in splits["train"] for w in s + ["<eos>"]]

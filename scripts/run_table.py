@@ -11,9 +11,10 @@ Usage:
 """
 
 import json
-import os
 import pathlib
 import sys
+
+from atomic_file import write_atomically
 
 
 def split(relative):
@@ -35,13 +36,8 @@ def pack(folder, table):
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         run, extension = split(path.relative_to(folder).as_posix())
         runs.setdefault(run, {})[extension] = path.read_text()
-    tmp = table.with_name(table.name + ".tmp")
-    with open(tmp, "w") as out:
-        for run in sorted(runs):
-            out.write(json.dumps({"run": run, "files": runs[run]}, separators=(",", ":"), sort_keys=True) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    tmp.replace(table)
+    write_atomically(table, "".join(json.dumps({"run": run, "files": runs[run]}, separators=(",", ":"), sort_keys=True)
+                                    + "\n" for run in sorted(runs)))
     print(f"run_table: {len(runs)} runs in {table}", file=sys.stderr)
 
 
@@ -62,7 +58,7 @@ def unpack(table, folder):
                              "move one of them away")
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_atomically(path, text)
             count += 1
     print(f"run_table: {count} files from {table} into {folder}", file=sys.stderr)
 

@@ -38,10 +38,11 @@ Python standard library only.
 """
 
 import argparse
-import os
 import pathlib
 import sys
 from xml.sax.saxutils import quoteattr
+
+from atomic_file import write_atomically
 
 # The cost model's named networks (src/transport/network_model.cpp): alpha in s, beta in s/byte.
 NETWORKS = {
@@ -170,9 +171,7 @@ def main(argv):
     out.mkdir(parents=True, exist_ok=True)
     # Whole files only, swapped in by a rename: another sweep may be starting smpirun on the same ones.
     for name, text in ((platform_name(args.hosts, args.topology), xml), (f"hostfile-{args.hosts}.txt", hostfile(args.hosts))):
-        staged = out / f".{name}.{os.getpid()}"
-        staged.write_text(text)
-        staged.replace(out / name)
+        write_atomically(out / name, text)
     print(out / platform_name(args.hosts, args.topology))
     return 0
 
