@@ -5,6 +5,7 @@
 # Needs about 7 GB of memory at P = 32 (each worker's residual and gradient, then the replay).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/staged.sh
 iters=${1:-3}
 workers=${2:-"4 8 16 32"}
 [ -x build/sparsgd ] || bash scripts/setup.sh
@@ -18,14 +19,16 @@ for p in $workers; do
     [ "$agg" = randk-shared ] && comp=randk
     [ -s "$runs/$p-$agg.json" ] && continue
     echo "P=$p $agg" >&2
+    staged_run=$(staged "$runs/$p-$agg.json")
     ./build/sparsgd bench comm --transport local --workers "$p" --n 25000000 --density 0.001 --compressor "$comp" \
-      --aggregator "$agg" --network paper-1gbe --iters "$iters" --json >"$runs/$p-$agg.tmp"
-    mv "$runs/$p-$agg.tmp" "$runs/$p-$agg.json"
+      --aggregator "$agg" --network paper-1gbe --iters "$iters" --json >"$staged_run"
+    publish "$staged_run" "$runs/$p-$agg.json"
   done
 done
 # scripts/research/report-auto.sh owns the block between the auto-sweep markers: keep it.
 auto_block=$(sed -n '/<!-- auto sweep begin/,/<!-- auto sweep end -->/p' docs/results/comm.md 2>/dev/null || true)
-/usr/bin/python3 - "$runs" "$iters" "$workers" >docs/results/comm.md.tmp <<'PY'
+table=$(staged docs/results/comm.md)
+/usr/bin/python3 - "$runs" "$iters" "$workers" >"$table" <<'PY'
 import json, pathlib, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import builds, cpu_model
@@ -54,7 +57,6 @@ for p in workers:
               f"{d['median_ms']:.1f} | {d['bytes_sent_per_worker']['max']:,.0f} | {d['messages_per_worker']['max']:.0f} | "
               f"{d['matches_reference']} | {d['conservation_rel_error']:.1e} |")
 PY
-{ cat docs/results/comm.md.tmp; [ -z "$auto_block" ] || printf '\n%s\n' "$auto_block"; } >docs/results/comm.md.new
-mv docs/results/comm.md.new docs/results/comm.md
-rm docs/results/comm.md.tmp
+[ -z "$auto_block" ] || printf '\n%s\n' "$auto_block" >>"$table"
+publish "$table" docs/results/comm.md
 echo "wrote docs/results/comm.md"

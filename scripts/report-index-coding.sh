@@ -6,6 +6,7 @@
 # Usage: scripts/report-index-coding.sh [ITERS] [WORKER LIST]   (SPARSGD=path/to/sparsgd: another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/staged.sh
 iters=${1:-5}
 workers=${2:-"4 32"}
 sparsgd=${SPARSGD:-build/sparsgd}
@@ -19,13 +20,15 @@ for p in $workers; do
       out="$runs/$p-$agg-$coding.json"
       [ -s "$out" ] && continue
       echo "P=$p $agg $coding" >&2
+      staged_run=$(staged "$out")
       "$sparsgd" bench comm --transport local --workers "$p" --n 25000000 --density 0.001 --compressor topk \
-        --aggregator "$agg" --index-coding "$coding" --network paper-1gbe --iters "$iters" --json >"$out.tmp"
-      mv "$out.tmp" "$out"
+        --aggregator "$agg" --index-coding "$coding" --network paper-1gbe --iters "$iters" --json >"$staged_run"
+      publish "$staged_run" "$out"
     done
   done
 done
-/usr/bin/python3 - "$runs" "$iters" "$workers" >docs/results/index-coding.md.tmp <<'PY'
+table=$(staged docs/results/index-coding.md)
+/usr/bin/python3 - "$runs" "$iters" "$workers" >"$table" <<'PY'
 import json, pathlib, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import builds, cpu_model
@@ -63,5 +66,5 @@ for p in workers:
               f"{raw['model_comm_ms']:.2f} | {coded['model_comm_ms']:.2f} | {raw['agg_cpu_median_ms']:.2f} | "
               f"{coded['agg_cpu_median_ms']:.2f} | {raw['matches_reference'] and coded['matches_reference']} |")
 PY
-mv docs/results/index-coding.md.tmp docs/results/index-coding.md
+publish "$table" docs/results/index-coding.md
 echo "wrote docs/results/index-coding.md"

@@ -11,6 +11,7 @@
 #        [--name pytorch]   (run after scripts/setup.sh; --name NAME writes docs/results/NAME.md and docs/results/NAME/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/staged.sh
 seeds="1 2 3" epochs=1 max_iters=0 only="" name=pytorch
 while (($#)); do
   case $1 in
@@ -66,6 +67,7 @@ for seed in $seeds; do
 done
 cp "$runs/all.jsonl" "$out/runs.jsonl"
 [ -s "$runs/all.jsonl" ] || { echo "report-pytorch: no configuration matched --configs '$only'" >&2; exit 2; }
-/usr/bin/python3 scripts/pytorch-report.py "$out/runs.jsonl" >"docs/results/$name.md.tmp"
-mv "docs/results/$name.md.tmp" "docs/results/$name.md"
+table=$(staged "docs/results/$name.md")
+/usr/bin/python3 scripts/pytorch-report.py "$out/runs.jsonl" >"$table"
+publish "$table" "docs/results/$name.md"
 echo "report-pytorch: wrote docs/results/$name.md" >&2

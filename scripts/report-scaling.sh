@@ -7,6 +7,7 @@
 # by side. Rerun those two first to refresh their parts (they take minutes, and the shaped one needs root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/staged.sh
 [ -x build/sparsgd ] || bash scripts/setup.sh
 [ -x /usr/bin/python3 ] || { apt-get update -q && apt-get install -y -q python3; }
 out=$(mktemp -d)
@@ -24,7 +25,8 @@ for model in vgg16 resnet20 alexnet resnet50; do
 done
 ./build/sparsgd simulate --model resnet50 --workers 2,4,8,16,32,64,128 --network paper-1gbe --compress-ms measured \
   --out docs/results/scaling >/dev/null
-/usr/bin/python3 - "$out" >docs/results/scaling.md.tmp <<'PY'
+table=$(staged docs/results/scaling.md)
+/usr/bin/python3 - "$out" >"$table" <<'PY'
 import json, pathlib, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import builds, cpu_model
@@ -113,5 +115,5 @@ for name in ["smpi.md", "smpi-contention.md", "shaped.md"]:
         lines = ["#" + l if l.startswith("#") else l for l in lines]
     print("\n".join(lines).rstrip() + "\n")
 PY
-mv docs/results/scaling.md.tmp docs/results/scaling.md
+publish "$table" docs/results/scaling.md
 echo "wrote docs/results/scaling.md"

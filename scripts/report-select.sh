@@ -3,6 +3,7 @@
 # writes docs/results/select.md. Usage: scripts/report-select.sh [REPEAT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/staged.sh
 repeat=${1:-7}
 [ -x build/sparsgd ] || bash scripts/setup.sh
 [ -x /usr/bin/python3 ] || { apt-get update -q && apt-get install -y -q python3; }
@@ -11,7 +12,8 @@ trap 'rm -rf "$runs"' EXIT
 for dist in normal uniform constant sparse heavy; do
   ./build/sparsgd bench select --n 25000000 --density 0.001 --dist "$dist" --repeat "$repeat" --json >"$runs/$dist.json"
 done
-/usr/bin/python3 - "$runs" "$repeat" >docs/results/select.md.tmp <<'PY'
+table=$(staged docs/results/select.md)
+/usr/bin/python3 - "$runs" "$repeat" >"$table" <<'PY'
 import json, pathlib, platform, subprocess, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import builds, cpu_model
@@ -37,5 +39,5 @@ for dist in dists:
     print(f"| {dist} | " + " | ".join(cells) + f" | {ratio:.2f} | {torch} | {doc['topk_path']} | {doc['verified']} |")
 print("\nThe compressors after torch-topk include the NaN/Inf check of the input (one read pass).")
 PY
-mv docs/results/select.md.tmp docs/results/select.md
+publish "$table" docs/results/select.md
 echo "wrote docs/results/select.md"

@@ -24,6 +24,7 @@
 # skipped by the other (a lock in runs/smpi-contention/, removed when its run ends).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/staged.sh
 report_only=false
 if [ "${1:-}" = --report-only ]; then report_only=true; shift; fi
 iters=${1:-2}
@@ -143,10 +144,11 @@ run_point() {
     release_lock
     return 0
   fi
-  grep '^{' "$log.out" >"$log.tmp"
+  staged_run=$(staged "$out.json")
+  grep '^{' "$log.out" >"$staged_run"
   # The compute charged is this machine's CPU time: the report says which machines the points ran on.
   /usr/bin/python3 scripts/machine.py >"$out.machine"
-  mv "$log.tmp" "$out.json"
+  publish "$staged_run" "$out.json"
   record
   release_lock
 }
@@ -169,7 +171,8 @@ if ! $report_only; then
 fi
 
 mkdir -p docs/results/scaling
-/usr/bin/python3 - "$runs" "$iters" "$hosts" "$limit" >docs/results/scaling/smpi-contention.md.tmp <<'PY'
+table=$(staged docs/results/scaling/smpi-contention.md)
+/usr/bin/python3 - "$runs" "$iters" "$hosts" "$limit" >"$table" <<'PY'
 import json, pathlib, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import builds, cpu_model
@@ -241,5 +244,5 @@ for p in hosts:
         print(" | ".join(cells) + f" | {verified} |")
 print()
 PY
-mv docs/results/scaling/smpi-contention.md.tmp docs/results/scaling/smpi-contention.md
+publish "$table" docs/results/scaling/smpi-contention.md
 echo "wrote docs/results/scaling/smpi-contention.md" >&2

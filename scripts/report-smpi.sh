@@ -13,6 +13,7 @@
 # about 10 minutes of real time for the whole sweep on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/staged.sh
 iters=${1:-2}
 hosts=${2:-"4 8 16 32 64 128 256"}
 
@@ -65,8 +66,10 @@ run_point() {  # run_point OUT_JSON P N AGGREGATOR [extra smpirun options...]
     echo "SMPI P=$p $agg failed: $reason" >&2
     return 0
   fi
-  grep '^{' "${out%.json}.out" >"${out%.json}.tmp"
-  mv "${out%.json}.tmp" "$out"
+  local staged_run
+  staged_run=$(staged "$out")
+  grep '^{' "${out%.json}.out" >"$staged_run"
+  publish "$staged_run" "$out"
 }
 
 for p in $hosts; do
@@ -83,7 +86,8 @@ for agg in gtopk-rd allgather; do
 done
 
 mkdir -p docs/results/scaling
-/usr/bin/python3 - "$runs" "$iters" "$hosts" >docs/results/scaling/smpi.md.tmp <<'PY'
+table=$(staged docs/results/scaling/smpi.md)
+/usr/bin/python3 - "$runs" "$iters" "$hosts" >"$table" <<'PY'
 import json, pathlib, sys
 sys.path.insert(0, "scripts")  # machine.py
 from machine import builds
@@ -179,5 +183,5 @@ print("dependencies the closed form counts, at every P up to 256 and for non-pow
 print("no cross traffic the simulated network is itself alpha-beta, so it cannot reveal what a physical network")
 print("adds (TCP, framing, CPU on the critical path): that is the shaped-network measurement's job.")
 PY
-mv docs/results/scaling/smpi.md.tmp docs/results/scaling/smpi.md
+publish "$table" docs/results/scaling/smpi.md
 echo "wrote docs/results/scaling/smpi.md"

@@ -70,6 +70,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+source "$here/scripts/staged.sh"
 workers="2 3 4"
 aggregators="dense gtopk-rd allgather gtopk"
 n=25000000
@@ -297,6 +298,9 @@ run_bench() {
   for ((i = 0; i < p; i++)); do echo "${prefix}w$i slots=1" >>"$tmp/hosts"; done
   local before=()
   for ((i = 0; i < p; i++)); do before+=("$(tbf_stats "$i")"); done
+  local raw err
+  raw=$(staged "$out")
+  err=$(staged "$out")
   # mpirun in a session of its own: whatever the ranks' wrapper does to its scheduling group
   # (see $tmp/rank) can then never reach the caller's.
   setsid -w ip netns exec "$head_ns" unshare --uts sh -c 'hostname "$1"; shift; exec "$@"' sh "$head_ns" \
@@ -305,20 +309,22 @@ run_bench() {
       --mca plm_rsh_agent "$tmp/agent" --mca plm_rsh_no_tree_spawn 1 \
       --mca pml ob1 --mca btl tcp,self \
       --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" $eager_args $mpirun_args \
-      "$tmp/rank" "$nice_level" "$sparsgd" bench comm --transport mpi --json "$@" >"$out.tmp" 2>"$out.err" &
+      "$tmp/rank" "$nice_level" "$sparsgd" bench comm --transport mpi --json "$@" >"$raw" 2>"$err" &
   mpirun_pid=$!
   local status=0
   wait "$mpirun_pid" || status=$?
   mpirun_pid=""
-  if [ "$status" != 0 ] || ! grep -q '"matches_reference":true' "$out.tmp"; then
-    cat "$out.err" "$out.tmp" >&2
+  if [ "$status" != 0 ] || ! grep -q '"matches_reference":true' "$raw"; then
+    cat "$err" "$raw" >&2
     die "the run at P = $p failed (exit $status): $*"
   fi
   # What crossed each worker's shaped links during the run (frames, with their headers), and what
   # the shapers dropped.
   local after=()
   for ((i = 0; i < p; i++)); do after+=("$(tbf_stats "$i")"); done
-  /usr/bin/python3 - "$out.tmp" "$p" "${before[@]}" "${after[@]}" >"$out.part" <<'PY'
+  local staged_run
+  staged_run=$(staged "$out")
+  /usr/bin/python3 - "$raw" "$p" "${before[@]}" "${after[@]}" >"$staged_run" <<'PY'
 import json, sys
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 p = int(sys.argv[2])
@@ -330,8 +336,8 @@ d["tbf_received_bytes"] = [x[2] for x in delta]   # bridge -> worker
 d["tbf_dropped"] = [x[1] + x[3] for x in delta]
 print(json.dumps(d))
 PY
-  mv "$out.part" "$out"
-  rm -f "$out.tmp" "$out.err"
+  publish "$staged_run" "$out"
+  rm -f "$raw" "$err"
 }
 
 mkdir -p "$runs"
@@ -400,9 +406,10 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$runs/env.txt"
 
 if [ -n "$report" ]; then
   mkdir -p "$(dirname "$report")"
+  report_staged=$(staged "$report")
   /usr/bin/python3 "$here/scripts/shaped-report.py" --runs "$runs" --workers "$workers" --aggregators "$aggregators" \
-    --sparsgd "$sparsgd" --n "$n" --density "$density" >"$report.tmp"
-  mv "$report.tmp" "$report"
+    --sparsgd "$sparsgd" --n "$n" --density "$density" >"$report_staged"
+  publish "$report_staged" "$report"
   echo "shaped-network: wrote $report" >&2
 fi
 echo "shaped-network: done; removing the namespaces" >&2
