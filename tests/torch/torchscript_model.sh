@@ -2,7 +2,8 @@
 # Usage: torchscript_model.sh SPARSGD PYTHON EXPORT_SCRIPT. A model exported by
 # examples/export_torchscript.py trains through `sparsgd train --model FILE.pt` (its accuracy must
 # rise well above chance), resumes bit for bit from a checkpoint, and a language model does too;
-# models that do not fit the task, and files that are not TorchScript, are refused by name.
+# models that do not fit the task, files that are not TorchScript, a forward that returns a
+# detached tensor and a resume with another model file under the run's path are refused by name.
 set -euo pipefail
 sparsgd=$1
 python=$2
@@ -69,3 +70,53 @@ refused "is not a TorchScript module" --model "$work/noise.pt"
 : >"$work/empty.pt"
 refused "is not a TorchScript module" --model "$work/empty.pt"
 refused "not found" --model "$work/missing.pt"
+
+# A forward that does not reach the parameters (a detached result) is refused by name, in one line.
+# (torch.jit.script reads the classes' source: they go into a file.)
+cat >"$work/models.py" <<'PY'
+import sys
+import torch
+
+
+class Detached(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(784, 10)
+
+    def forward(self, x):
+        return self.fc(x.flatten(1)).detach()
+
+
+class Plain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(784, 10)
+
+    def forward(self, x):
+        return self.fc(x.flatten(1))
+
+
+class Squashed(Plain):  # the same parameters, another function of them
+    def forward(self, x):
+        return torch.tanh(self.fc(x.flatten(1)))
+
+
+torch.manual_seed(1)
+torch.jit.script(Detached()).save(f"{sys.argv[1]}/detached.pt")
+torch.jit.script(Plain()).save(f"{sys.argv[1]}/swapped.pt")
+torch.jit.script(Squashed()).save(f"{sys.argv[1]}/squashed.pt")
+PY
+"$python" "$work/models.py" "$work"
+refused "the loss does not depend on the model's parameters" --model "$work/detached.pt"
+[ "$(grep -c '^sparsgd: error:' "$work/err")" = 1 ] && ! grep -q 'frame #' "$work/err" ||
+  fail "more than one error line for a detached forward: $(head -c 400 "$work/err")"
+# Another model under the run's model path (the same parameter count): a resume is refused.
+"$sparsgd" train --model "$work/swapped.pt" --workers 2 --max-iters 6 --checkpoint-every 3 --network none \
+  --out "$work/swap-run" >/dev/null 2>&1
+cp "$work/squashed.pt" "$work/swapped.pt"
+status=0
+"$sparsgd" train --model "$work/swapped.pt" --workers 2 --max-iters 6 --checkpoint-every 3 --network none \
+  --resume "$work/swap-run" 2>"$work/err" >/dev/null || status=$?
+[ "$status" = 2 ] && grep -q "trained on other data or another model" "$work/err" ||
+  fail "a resume with another model file was not refused (status $status): $(head -c 400 "$work/err")"
+echo "refused: $(head -c 200 "$work/err")..."

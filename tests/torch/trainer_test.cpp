@@ -244,6 +244,11 @@ TEST(Trainer, ResumeChecksThePositionAndTheRecords) {
             std::string::npos);
   EXPECT_NE(resume(on_every_file("run.step", 7)).find("run.step is not run.epoch x iterations an epoch"),
             std::string::npos);
+  // A file longer than this run's checkpoints can be (from its parameters and epochs) is not read.
+  EXPECT_NE(resume([](const fs::path& run) {
+              for (const char* f : {"rank-0.ckpt", "rank-0.prev.ckpt"}) fs::resize_file(run / "checkpoints" / f, 200u << 20);
+            }).find("more than the"),
+            std::string::npos);
   // One rank's newest file edited: every rank resumes from the iteration before.
   EXPECT_EQ(resume([&](const fs::path& run) { set(run / "checkpoints" / "rank-1.ckpt", "run.next_iteration", 3); }),
             "resumed at 25");

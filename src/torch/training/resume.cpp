@@ -39,13 +39,18 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
   const int rank = base.rank();
   const fs::path dir = fs::path(c.resume_dir) / "checkpoints";
   const std::string files[2] = {checkpoint_file(rank, false), checkpoint_file(rank, true)};
-  std::vector<std::pair<std::uint64_t, Checkpoint>> usable;
-  std::string problems;
+  struct Usable {
+    RunState state;  // as loaded and checked: its step, and what the ranks compare
+    Checkpoint checkpoint;
+  };
+  std::vector<Usable> usable;
+  std::string problems;  // why a file was passed over
+  std::string damage;    // the same, for files that are there but damaged, edited or not regular
   for (const auto& file : files) {
     const std::string path = (dir / file).string();
     if (file == files[1] && !fs::exists(path)) continue;  // a run's first checkpoint has no predecessor
     try {
-      Checkpoint ckpt = read_checkpoint(path);
+      Checkpoint ckpt = read_checkpoint(path, expected.max_checkpoint_bytes);
       if (ckpt.text_section("config") != expected.fingerprint) {
         throw InvalidArgument("the checkpoint in " + c.resume_dir +
                               " was written with other training options (model, method, schedule, seed or workers): "
@@ -77,18 +82,23 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
       } catch (const InvalidData& e) {
         throw InvalidData(path + ": " + e.what());
       }
-      usable.emplace_back(state.step, std::move(ckpt));
+      usable.push_back({std::move(state), std::move(ckpt)});
     } catch (const InvalidData& e) {
       note_problem(problems, e.what());
+      note_problem(damage, e.what());
     } catch (const InvalidArgument& e) {
       if (fs::exists(path)) throw;  // options that do not match: no other checkpoint can help
       note_problem(problems, e.what());
     }
   }
+  // A damaged or edited file is said now, before the collective below: if the resume fails, the
+  // error reported is rank 0's (which names its own reasons), and another rank may be stopped by it
+  // before it could speak. Missing files show in that error's list of the iterations each rank holds.
+  if (rank != 0 && !damage.empty()) std::fprintf(stderr, "sparsgd: warning: rank %d: %s\n", rank, damage.c_str());
   // Every rank learns every rank's iterations (two slots each, 0 for none, else iteration + 1).
   std::vector<double> slots(2 * static_cast<std::size_t>(p), 0.0);
   for (std::size_t i = 0; i < usable.size(); ++i) {
-    slots[2 * static_cast<std::size_t>(rank) + i] = static_cast<double>(usable[i].first) + 1.0;
+    slots[2 * static_cast<std::size_t>(rank) + i] = static_cast<double>(usable[i].state.step) + 1.0;
   }
   collectives::allreduce_sum(base, slots);
   const auto slot = [&slots](int r, int i) { return slots[2 * static_cast<std::size_t>(r) + static_cast<std::size_t>(i)]; };
@@ -110,8 +120,6 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
     }
   }
   if (!common) {
-    // The error names rank 0's reasons (the lowest rank's error is the one reported); the others say theirs here.
-    if (rank != 0 && !problems.empty()) std::fprintf(stderr, "sparsgd: warning: rank %d: %s\n", rank, problems.c_str());
     std::ostringstream message;
     message << "cannot resume from " << c.resume_dir << " with " << p
             << " workers: no iteration has a complete checkpoint on every rank (iterations held: " << held.str() << ")";
@@ -119,22 +127,25 @@ ResumePoint agree_on_resume_point(transport::Transport& base, const TrainConfig&
     throw InvalidData(message.str());
   }
   ResumePoint point;
-  for (auto& [iteration, ckpt] : usable) {
-    if (iteration == *common) point.checkpoint = std::move(ckpt);
+  std::string agreed;
+  for (auto& u : usable) {
+    if (u.state.step != *common) continue;
+    point.checkpoint = std::move(u.checkpoint);
+    agreed = u.state.summary_for_agreement();
   }
   // Each rank's position and results at that iteration were checked on their own; together they
   // must be one run's (a checkpoint edited on one rank only, or files from two runs mixed).
-  RunState state;
-  state.load(point.checkpoint);
-  collectives::check_ranks_agree(base, {{"resumed run state", state.summary_for_agreement()}},
+  collectives::check_ranks_agree(base, {{"resumed run state", agreed}},
                                  "the checkpoints in " + c.resume_dir + " at iteration " + std::to_string(*common));
-  if (!problems.empty() || usable.front().first != *common) {
+  if (!problems.empty() || usable.front().state.step != *common) {
     std::ostringstream warning;
     warning << "rank " << rank << " resumes from its previous checkpoint (iteration " << *common << ")";
     if (problems.empty()) {
       warning << ", the newest that every rank holds";
-    } else {
+    } else if (rank == 0 || damage.empty()) {
       warning << ": " << problems;
+    } else {
+      warning << ", passing over what it said above";
     }
     point.warning = warning.str();
   }

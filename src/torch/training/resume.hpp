@@ -23,6 +23,9 @@ struct ResumeExpectations {
   std::string fingerprint;  // the options that define the run (fingerprint())
   std::string data;         // the data and the model (Task::identity())
   std::uint64_t per_epoch = 0;
+  // The most this run's checkpoint can hold (from its parameters, buffers and epochs): a larger file
+  // is refused before it is read.
+  std::uint64_t max_checkpoint_bytes = kMaxCheckpointBytes;
 };
 
 // Collective. Reads this rank's files in config.resume_dir, refuses a checkpoint of other options,

@@ -241,7 +241,8 @@ class TrainingRun {
   }
 
   void resume() {
-    const ResumePoint point = agree_on_resume_point(base_, c_, {fingerprint(c_, p_), data_identity_, per_epoch_});
+    const ResumePoint point =
+        agree_on_resume_point(base_, c_, {fingerprint(c_, p_), data_identity_, per_epoch_, checkpoint_bound()});
     if (!point.warning.empty()) std::fprintf(stderr, "sparsgd: warning: %s\n", point.warning.c_str());
     RunParts parts = this->parts();
     restore(point.checkpoint, parts);
@@ -330,6 +331,14 @@ class TrainingRun {
   }
 
   RunParts parts() { return {*optimizer_, *buffers_, *worker_, state_}; }
+
+  // The most a checkpoint of this run can hold: 16 floats for each parameter and buffer value (the
+  // values, residuals, velocities, optimizer moments hold at most 8), 11 doubles of history an
+  // epoch, and 64 MiB for the rest (the task's carried state, names, the fingerprint).
+  std::uint64_t checkpoint_bound() {
+    const auto values = static_cast<std::uint64_t>(optimizer_->size() + buffers_->size());
+    return 16 * 4 * values + 88 * static_cast<std::uint64_t>(c_.epochs) + (std::uint64_t{64} << 20);
+  }
   transport::Transport& comm() { return simulated_ ? static_cast<transport::Transport&>(*simulated_) : base_; }
   double simulated_now() { return simulated_ ? simulated_->now() : 0.0; }
   // Resumed runs count the time before the checkpoint, as the checkpoint recorded it.
