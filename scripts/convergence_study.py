@@ -257,7 +257,7 @@ def report_cells():
             cells[stage.name].methods += [m for m in stage.methods if m not in cells[stage.name].methods]
         else:
             cells[stage.name] = Cell(stage.model, stage.workers, stage.density, stage.epochs, list(stage.methods),
-                                     stage.tuned_in, stage.task, stage.tune_here)
+                                     stage.tuned_in, stage.task, stage.tune_here, stage.schedule)
     return list(cells.values())
 
 
@@ -502,7 +502,8 @@ def method_results(cell, method):
 def cell_table(cell, lines, dense):
     """The cell's table; returns {method: spread of goodness}, {method: spread of time to target}."""
     what = "the LSTM on the license-text corpus" if cell.perplexity() else cell.model
-    lines.append(f"\n### {what}, P = {cell.workers}, density {cell.density:g}, {cell.epochs} epochs\n")
+    schedule = ", the authors' schedule" if cell.schedule else ""
+    lines.append(f"\n### {what}, P = {cell.workers}, density {cell.density:g}, {cell.epochs} epochs{schedule}\n")
     if cell.tuned_in and not cell.tune_here:
         lines.append(f"Learning rates as tuned in {cell.tuned_in} (no tuning at this P); all 60,000 training "
                      f"examples.\n")
