@@ -25,7 +25,9 @@ import subprocess
 import sys
 import time
 
-from atomic_file import write_atomically
+# atomic_file.py sits beside this script, whether it runs as one or is loaded from its path (tests).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from atomic_file import write_atomically  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI = ROOT / "build" / "sparsgd"
