@@ -28,6 +28,7 @@ import time
 # atomic_file.py sits beside this script, whether it runs as one or is loaded from its path (tests).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from atomic_file import write_atomically  # noqa: E402
+from convergence_claims import Measured, claims_markdown, pct, verdict  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI = ROOT / "build" / "sparsgd"
@@ -220,17 +221,26 @@ EQUAL_STEPS_METHODS = ["dense", "topk-gtopk-rd", "topk-allgather"]
 # r/k 1.5, 2 and 4 with and without error feedback, against top-k and random-k at the same k.
 RTOPK_REGIME_METHODS = ["topk-allgather", "rtopk2-allgather", "rtopk4-allgather", "rtopk2-allgather-noef",
                         "rtopk4-allgather-noef", "topk-allgather-noef", "randk-shared", "rtopk1.5-allgather"]
+# The LSTM beside the rTop-k arms it lacks (its cell has top-k and rTop-k r = 2k with error feedback).
+LM_RTOPK_METHODS = ["rtopk4-allgather", "rtopk2-allgather-noef", "rtopk4-allgather-noef", "topk-allgather-noef",
+                    "randk-shared", "rtopk1.5-allgather"]
 LATER_STAGES = [
     # The same arms with the authors' schedule (schedule_flags), tuned again: the schedule's effect
     # is the difference between this cell and the one without it.
     Cell("cnn", 8, 0.01, 6, EQUAL_STEPS_METHODS, schedule=True),
     Cell("cnn", 8, 0.001, 6, RTOPK_REGIME_METHODS),
-    # P = 32 at the P = 4 cell's 1,290 iterations: 54 an epoch, 24 epochs.
-    Cell("cnn", 32, 0.01, 24, EQUAL_STEPS_METHODS),
-    Cell("cnn", 32, 0.01, 24, EQUAL_STEPS_METHODS, schedule=True),
-    Cell("cnn", 32, 0.001, 24, RTOPK_REGIME_METHODS[:5]),
+    # P = 32 at the P = 4 cell's 1,290 iterations: 54 an epoch, 24 epochs. A run takes about 16 minutes
+    # here, so the main pair comes first with and without the schedule, allgather after.
+    Cell("cnn", 32, 0.01, 24, ["dense", "topk-gtopk-rd"]),
+    Cell("cnn", 32, 0.01, 24, ["dense", "topk-gtopk-rd"], schedule=True),
+    Cell("cnn", 32, 0.01, 24, ["topk-allgather"]),
+    Cell("cnn", 32, 0.01, 24, ["topk-allgather"], schedule=True),
+    # rTop-k's regime at P = 4 and on the LSTM.
+    Cell("cnn", 4, 0.001, 3, RTOPK_REGIME_METHODS),
+    Cell("lstm", 4, 0.01, 20, LM_RTOPK_METHODS, task=LicenseTextLm()),
     # resnet20 at P = 8 for the P = 4 cell's 860 iterations.
     Cell("resnet20", 8, 0.01, 4, EQUAL_STEPS_METHODS),
+    Cell("cnn", 32, 0.001, 24, RTOPK_REGIME_METHODS[:5]),
 ]
 STAGES = [
     Cell("cnn", 4, 0.01, 3, P4_FIRST),
@@ -473,10 +483,6 @@ def spread(values):
     return {"mean": mean, "std": std, "min": min(values), "max": max(values), "n": len(values)}
 
 
-def pct(x):
-    return "-" if x is None or math.isnan(x) else f"{100 * x:.2f}"
-
-
 def time_to_target(epochs, target):
     """Simulated seconds at which test accuracy first reaches the target, by linear interpolation
     between the ends of epochs (from 0 at the start); None if it never does."""
@@ -501,6 +507,11 @@ def method_results(cell, method):
     return lr, runs, ok
 
 
+def cell_iterations(cell):
+    """Iterations a run in the cell (its first finished run's), or None before any."""
+    return next((s["iterations"] for m in cell.methods for s, _ in method_results(cell, m)[2]), None)
+
+
 def cell_table(cell, lines, dense):
     """The cell's table; returns {method: spread of goodness}, {method: spread of time to target}."""
     what = "the LSTM on the license-text corpus" if cell.perplexity() else cell.model
@@ -513,7 +524,7 @@ def cell_table(cell, lines, dense):
         lines.append(f"Tuned at this P (rates tried shown, training on all but the {VALIDATION:,} validation "
                      f"examples): {', '.join(cell.tuned())}. The others at the rates tuned in {cell.tuned_in}, on all "
                      f"60,000 training examples: {', '.join(cell.borrowed())}.\n")
-    iterations = next((s["iterations"] for m in cell.methods for s, _ in method_results(cell, m)[2]), None)
+    iterations = cell_iterations(cell)
     if iterations is not None:
         lines.append(f"{iterations:,} iterations a run; iterations x density {iterations * cell.density:.1f} (how often "
                      f"each parameter can be sent).\n")
@@ -611,106 +622,24 @@ def curves(cell, path_prefix):
     return made
 
 
-def verdict(a, b, margin=0.0):
-    """Whether mean(a) >= mean(b) - margin, told apart from seed noise: the difference against twice
-    its standard error sqrt(sa^2/na + sb^2/nb)."""
-    if a is None or b is None or a["n"] < 2 or b["n"] < 2:
-        return "cannot tell (not measured)", None
-    d = a["mean"] - b["mean"]
-    se = math.sqrt(a["std"] ** 2 / a["n"] + b["std"] ** 2 / b["n"])
-    if d + margin > 2 * se:
-        return "holds", d
-    if d + margin < -2 * se:
-        return "does not hold", d
-    return "cannot tell", d
-
-
-def findings(results, gap):
-    """The papers' claims, each with its verdict from the numbers of the cells; the default run
-    against dense; time to accuracy."""
-    out = ["<!-- convergence claims: generated by scripts/convergence_study.py; do not edit by hand -->", "",
-           "## The papers' claims, from docs/results/convergence.md", "",
-           "Verdict rule: a claim that A is at least as good as B *holds* when A's mean test accuracy minus B's is "
-           "more than twice the standard error of that difference over the seeds (sqrt(sA²/nA + sB²/nB)), "
-           "*does not hold* when it is less than minus twice that, and *cannot tell* otherwise. A claim that A is "
-           "close to dense is read as A >= dense - 0.5 points, by the same rule. A claim that A reaches the target "
-           "sooner compares the simulated times the same way (shorter is better).", ""]
-    if gap.get("default") and gap.get("dense"):
-        v, d = verdict(gap["default"], gap["dense"], 0.005)
-        within = "yes" if d >= -0.005 else "no"
-        out.append(f"- **The default `sparsgd train` run ends within 0.5 points of dense S-SGD (1 epoch, mean of seeds "
-                   f"1-3): {within}** ({pct(gap['default']['mean'])}% vs {pct(gap['dense']['mean'])}%, difference "
-                   f"{100 * d:+.2f}; against seed noise by the rule above: {v}; with plain momentum instead of "
-                   f"momentum correction: "
-                   f"{pct(gap['no-momentum-correction']['mean']) if gap.get('no-momentum-correction') else '-'}%).")
-        slower = gap.get("no-momentum-correction-lr0.025")
-        if slower:
-            v, d = verdict(gap["default"], slower)
-            out.append(f"- Momentum correction against plain momentum at lr 0.025 (is its gain a rate effect?): "
-                       f"{pct(gap['default']['mean'])}% vs {pct(slower['mean'])}%, difference {100 * d:+.2f}; "
-                       f"momentum correction at least as accurate: {v}.")
-        out.append("")
-    claims = [
-        ("gTop-k S-SGD reaches about dense S-SGD's accuracy (within 0.5 points)", "topk-gtopk-rd", "dense", 0.005),
-        ("gTop-k is at least as accurate as Top-k S-SGD (allgather)", "topk-gtopk-rd", "topk-allgather", 0.0),
-        ("the gTop-k paper's recipe (density 0.001 with warm-ups) does at least as well as without the warm-ups",
-         "paper", "topk-gtopk-rd-d0.001", 0.0),
-        ("gTop-k at the paper's density 0.001 with its recipe reaches about dense S-SGD's accuracy (within 0.5 "
-         "points)", "paper", "dense", 0.005),
-        ("DGC's momentum correction does at least as well as plain momentum on gTop-k", "topk-gtopk-rd-mc",
-         "topk-gtopk-rd", 0.0),
-        ("error feedback helps Top-k (allgather)", "topk-allgather", "topk-allgather-noef", 0.0),
-        ("error feedback helps gTop-k", "topk-gtopk-rd", "topk-gtopk-rd-noef", 0.0),
-        ("rTop-k (r = 2k) beats top-k alone at the same k (allgather, with error feedback)", "rtopk2-allgather",
-         "topk-allgather", 0.0),
-        ("rTop-k (r = 4k) beats top-k alone at the same k (allgather, with error feedback)", "rtopk4-allgather",
-         "topk-allgather", 0.0),
-        ("rTop-k (r = 2k) beats top-k alone without error feedback", "rtopk2-allgather-noef", "topk-allgather-noef",
-         0.0),
-        ("rTop-k (r = 4k) beats top-k alone without error feedback", "rtopk4-allgather-noef", "topk-allgather-noef",
-         0.0),
-        ("rTop-k (r = 2k) beats random-k at the same k (with error feedback)", "rtopk2-allgather", "randk-shared", 0.0),
-        ("rTop-k (r = 2k) beats random-k without error feedback", "rtopk2-allgather-noef", "randk-shared-noef", 0.0),
-        ("rTop-k (r = 2k) beats unbiased random-k", "rtopk2-allgather-noef", "randk-unbiased", 0.0),
-        ("error feedback helps rTop-k (r = 2k)", "rtopk2-allgather", "rtopk2-allgather-noef", 0.0),
-        ("rTop-k + gTop-k aggregation (unpublished) does as well as top-k + gTop-k", "rtopk2-gtopk-rd",
-         "topk-gtopk-rd", 0.0),
-    ]
-    time_claims = [("gTop-k reaches the target sooner than dense S-SGD", "topk-gtopk-rd", "dense"),
-                   ("gTop-k reaches the target sooner than Top-k S-SGD (allgather)", "topk-gtopk-rd", "topk-allgather"),
-                   ("rTop-k + gTop-k reaches the target sooner than top-k + gTop-k", "rtopk2-gtopk-rd",
-                    "topk-gtopk-rd")]
-    for cell_name, (means, times, cell) in results.items():
-        out.append(f"### {cell_name}{' (test perplexity)' if cell.perplexity() else ''}\n")
-        if cell.borrowed():
-            which = ("Every method at the learning rate" if len(cell.borrowed()) == len(cell.methods)
-                     else f"{', '.join(cell.borrowed())} at the learning rates")
-            out.append(f"{which} tuned in {cell.tuned_in}, not tuned at this P: a method that falls behind here "
-                       f"may only need another rate.\n")
-        for text, a, b, margin in claims:
-            if a not in means and b not in means:
-                continue
-            if cell.perplexity() and margin:
-                continue  # "within 0.5 points" is a statement about accuracy
-            v, d = verdict(means.get(a), means.get(b), margin)
-            numbers = ""
-            if d is not None and cell.perplexity():
-                numbers = (f": {a} {cell.show(means[a]['mean'])} (±{means[a]['std']:.1f}) vs {b} "
-                           f"{cell.show(means[b]['mean'])} (±{means[b]['std']:.1f}), difference {-d:+.1f}")
-            elif d is not None:
-                numbers = (f": {a} {pct(means[a]['mean'])}% (±{100 * means[a]['std']:.2f}) vs {b} "
-                           f"{pct(means[b]['mean'])}% (±{100 * means[b]['std']:.2f}), difference {100 * d:+.2f}")
-            out.append(f"- **{text}: {v}**{numbers}.")
-        for text, a, b in time_claims:
-            if a in times and b in times:
-                # Shorter is better: compare the negated times.
-                neg = {m: {**times[m], "mean": -times[m]["mean"]} for m in (a, b)}
-                v, d = verdict(neg[a], neg[b])
-                out.append(f"- **{text} ({100 * TARGET:.0f}% test accuracy, simulated paper-1gbe): {v}**: {a} "
-                           f"{times[a]['mean']:.1f} s vs {b} {times[b]['mean']:.1f} s.")
-        out.append("")
-    out.append("<!-- end of generated convergence claims -->")
-    return "\n".join(out)
+def gap_lines(gap):
+    """The default `sparsgd train` run against dense S-SGD, for the claims section."""
+    if not (gap.get("default") and gap.get("dense")):
+        return []
+    v, d, _ = verdict(gap["default"], gap["dense"], 0.005)
+    within = "yes" if d >= -0.005 else "no"
+    out = [f"- **The default `sparsgd train` run ends within 0.5 points of dense S-SGD (1 epoch, mean of seeds "
+           f"1-3): {within}** ({pct(gap['default']['mean'])}% vs {pct(gap['dense']['mean'])}%, difference "
+           f"{100 * d:+.2f}; against seed noise by the rule above: {v}; with plain momentum instead of "
+           f"momentum correction: "
+           f"{pct(gap['no-momentum-correction']['mean']) if gap.get('no-momentum-correction') else '-'}%)."]
+    slower = gap.get("no-momentum-correction-lr0.025")
+    if slower:
+        v, d, _ = verdict(gap["default"], slower)
+        out.append(f"- Momentum correction against plain momentum at lr 0.025 (is its gain a rate effect?): "
+                   f"{pct(gap['default']['mean'])}% vs {pct(slower['mean'])}%, difference {100 * d:+.2f}; "
+                   f"momentum correction at least as accurate: {v}.")
+    return out + [""]
 
 
 def report():
@@ -774,12 +703,12 @@ def report():
         lines.append(f"| {arm} | `{' '.join(flags) or '(none)'}` | {', '.join(per_seed[arm])} | {pct(s['mean'])} | "
                      f"{pct(s['min'])}-{pct(s['max'])} | {versus} |")
     lines.append("\n## Methods, rates tuned on the validation split\n")
-    results = {}
+    measured = []
     for cell in report_cells():
         dense = spread([cell.goodness(s) for s, _ in method_results(cell, "dense")[2]])
         means, times = cell_table(cell, lines, dense)
         if means:
-            results[cell.name] = (means, times, cell)
+            measured.append(Measured(cell, cell_iterations(cell), means, times))
             made = curves(cell, PLOTS / cell.name)
             if made:
                 lines.append("\nPlots: " + ", ".join(f"`{p.relative_to(RESULTS)}`" for p in made) + ".")
@@ -787,7 +716,7 @@ def report():
     for name, (flags, grid, what) in METHODS.items():
         lines.append(f"- `{name}`: {what}; `{' '.join(flags)}`.")
     write_atomically(RESULTS / "convergence.md", "\n".join(lines) + "\n")
-    claims = findings(results, gap)
+    claims = claims_markdown(measured, gap_lines(gap))
     path = RESULTS / "findings.md"
     text = path.read_text() if path.exists() else "# What the measurements say\n"
     start = text.find("<!-- convergence claims:")
