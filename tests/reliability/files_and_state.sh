@@ -54,7 +54,7 @@ linked_writes() {
 
 section_files_and_state() {
 if ! with_torch; then return; fi
-local kind record f how holder every
+local kind record f how holder every name edit regex
 echo "== writes never through a link"
 printf 'do not overwrite' >"$victim"
 # Every name a run writes, a temporary one beside each (the names writes used to go through), and
@@ -200,18 +200,18 @@ edited() {
 all_files() {  # all_files EDIT: the edit on every rank's newest and previous checkpoint
   printf '%s\n' "rank-0.ckpt:$1" "rank-0.prev.ckpt:$1" "rank-1.ckpt:$1" "rank-1.prev.ckpt:$1"
 }
-mapfile -t every <<<"$(all_files run.epoch=5)"
-edited epoch_past_the_run 'run.epoch is not one of the run.s 3 epochs' nonzero "${every[@]}"
-mapfile -t every <<<"$(all_files run.next_iteration=99999999)"
-edited next_iteration_past_the_epoch 'run.next_iteration is beyond the epoch.s end' nonzero "${every[@]}"
-mapfile -t every <<<"$(all_files run.step=7)"
-edited step_against_position 'run.step is not run.epoch x iterations an epoch' nonzero "${every[@]}"
-mapfile -t every <<<"$(all_files history.epoch=0,0)"
-edited history_rows_edited 'history row 1 is not epoch 1 ending at iteration 20' nonzero "${every[@]}"
-mapfile -t every <<<"$(all_files history.iterations=10,10)"
-edited history_iterations_edited 'history row 1 is not epoch 1 ending at iteration 20' nonzero "${every[@]}"
-mapfile -t every <<<"$(all_files run.skipped_steps=1000)"
-edited more_skips_than_steps 'run.skipped_steps exceeds run.step' nonzero "${every[@]}"
+# NAME|EDIT on every file|what the refusal says
+while IFS='|' read -r -u 3 name edit regex; do
+  mapfile -t every <<<"$(all_files "$edit")"
+  edited "$name" "$regex" nonzero "${every[@]}"
+done 3<<'CASES'
+epoch_past_the_run|run.epoch=5|run.epoch is not one of the run.s 3 epochs
+next_iteration_past_the_epoch|run.next_iteration=99999999|run.next_iteration is beyond the epoch.s end
+step_against_position|run.step=7|run.step is not run.epoch x iterations an epoch
+history_rows_edited|history.epoch=0,0|history row 1 is not epoch 1 ending at iteration 20
+history_iterations_edited|history.iterations=10,10|history row 1 is not epoch 1 ending at iteration 20
+more_skips_than_steps|run.skipped_steps=1000|run.skipped_steps exceeds run.step
+CASES
 # One rank's newest file edited: that rank passes over it, and all resume from the one before.
 edited one_rank_newest_edited '"resumed_at":20' 0 "rank-1.ckpt:run.next_iteration=3"
 edited one_rank_all_edited 'rank 1: .*its run state does not add up' nonzero \
